@@ -1,0 +1,1 @@
+//! The unisched scheduling core.

@@ -1,0 +1,177 @@
+//! The two traits between a resource manager (RM) shim and the unisched core.
+//!
+//! An RM calls the core through [`SchedulerApi`]; the core answers through the
+//! [`ResourceManagerCallback`] the RM handed over at registration. Both speak the
+//! wire types of `unisched-si`, so an in-process RM and one behind gRPC see the
+//! same messages. This crate knows nothing of how the core schedules.
+//!
+//! # Which calls wait
+//! - [`SchedulerApi::register_resource_manager`] and
+//!   [`SchedulerApi::update_configuration`] wait until the core has applied them
+//!   and return the outcome.
+//! - [`SchedulerApi::update_allocation`], [`SchedulerApi::update_application`] and
+//!   [`SchedulerApi::update_node`] check what needs no scheduler state (the RM is
+//!   registered, the request is well formed), queue the request and return at once.
+//!   Their outcome (accepted, rejected with a reason, allocated) arrives through
+//!   the callback.
+//!
+//! # Which thread runs a callback
+//! Every callback except [`ResourceManagerCallback::predicates`] runs on a
+//! dispatcher thread owned by the core, one per registered RM, in the order the
+//! core produced the results. A slow callback delays only that RM's later
+//! callbacks; it never stalls scheduling. `predicates` must answer before the
+//! core can place an ask, so it runs on the scheduling thread itself, and only
+//! for RMs that asked for it at registration (see [`PREDICATES_EXTRA_CONFIG`]).
+//!
+//! # What a callback may do
+//! A callback may call any asynchronous method of [`SchedulerApi`] (they only
+//! queue work). From a dispatcher thread it may also call the waiting methods.
+//! From inside `predicates` the waiting methods return
+//! [`SchedulerError::Reentrant`] instead of deadlocking the scheduling thread.
+//! A callback that panics or returns an error is logged and the core goes on.
+
+use unisched_si as si;
+
+/// `extraConfig` key of [`si::RegisterResourceManagerRequest`]: set to `"true"`
+/// when the RM wants [`ResourceManagerCallback::predicates`] called before each
+/// placement. Without it the core never calls predicates, and an embedding RM
+/// that needs none pays nothing for them.
+pub const PREDICATES_EXTRA_CONFIG: &str = "unisched.predicates";
+
+/// Why a call to the core failed. Each variant names something the caller can fix.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SchedulerError {
+    /// The request named an RM that has not registered (or registered again and
+    /// is being reset).
+    #[error("resource manager {rm_id:?} is not registered: call register_resource_manager first")]
+    UnknownResourceManager {
+        /// The rmID the request carried.
+        rm_id: String,
+    },
+    /// A required field is missing or malformed; nothing of the request was applied.
+    #[error("invalid request: {reason}")]
+    InvalidRequest {
+        /// What is wrong with the request.
+        reason: String,
+    },
+    /// The queue configuration could not be used; the previous one stays in force.
+    #[error("invalid configuration: {reason}")]
+    InvalidConfiguration {
+        /// Every problem found, one per line.
+        reason: String,
+    },
+    /// The configuration source for the cluster could not be read.
+    #[error("configuration source for {cluster_id:?} unavailable: {reason}")]
+    ConfigurationUnavailable {
+        /// The cluster whose configuration was asked for.
+        cluster_id: String,
+        /// What went wrong reading it.
+        reason: String,
+    },
+    /// A waiting call was made from inside `predicates`, on the scheduling thread;
+    /// waiting there would deadlock. Make the call from another thread.
+    #[error("{call} cannot be called from inside a predicates callback")]
+    Reentrant {
+        /// The call that was refused.
+        call: &'static str,
+    },
+    /// The core has been shut down; no further requests are taken.
+    #[error("the scheduler has shut down")]
+    ShutDown,
+}
+
+/// Result of the calls into the core.
+pub type SchedulerResult<T> = Result<T, SchedulerError>;
+
+/// Why an RM-side callback failed. The core logs it and goes on.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}")]
+pub struct CallbackError {
+    /// A human-readable reason.
+    pub reason: String,
+}
+
+impl CallbackError {
+    /// An error with the given reason.
+    pub fn new(reason: impl Into<String>) -> Self {
+        Self {
+            reason: reason.into(),
+        }
+    }
+}
+
+/// Result of the RM-side callbacks.
+pub type CallbackResult<T> = Result<T, CallbackError>;
+
+/// The core, as seen by an RM shim. Implemented by the in-process core and by a
+/// remote client; an RM switches between them without other changes.
+pub trait SchedulerApi: Send + Sync {
+    /// Registers an RM and its queue configuration (`request.config`). Waits until
+    /// the partitions and queues exist. Registering again with the same `rmID`
+    /// wipes that RM's state; the RM then reports nodes, applications and asks
+    /// again. Errors: an empty rmID, or an invalid configuration.
+    fn register_resource_manager(
+        &self,
+        request: si::RegisterResourceManagerRequest,
+        callback: std::sync::Arc<dyn ResourceManagerCallback>,
+    ) -> SchedulerResult<si::RegisterResourceManagerResponse>;
+
+    /// New and updated asks, releases of allocations and asks, and allocations
+    /// that already exist (recovery). Returns at once; outcomes arrive through
+    /// [`ResourceManagerCallback::update_allocation`].
+    fn update_allocation(&self, request: si::AllocationRequest) -> SchedulerResult<()>;
+
+    /// Adds and removes applications. Returns at once; outcomes arrive through
+    /// [`ResourceManagerCallback::update_application`].
+    fn update_application(&self, request: si::ApplicationRequest) -> SchedulerResult<()>;
+
+    /// Node changes (create, update, drain, decommission). Returns at once;
+    /// outcomes arrive through [`ResourceManagerCallback::update_node`].
+    fn update_node(&self, request: si::NodeRequest) -> SchedulerResult<()>;
+
+    /// Re-reads the queue configuration of `cluster_id` (an rmID) from its source
+    /// and applies it between two scheduling passes. Waits for the result: an
+    /// invalid configuration is an error and the running one stays.
+    fn update_configuration(&self, cluster_id: &str) -> SchedulerResult<()>;
+}
+
+/// The RM, as seen by the core. Implemented by every RM shim. All methods have
+/// to be safe to call from a thread the RM does not own.
+pub trait ResourceManagerCallback: Send + Sync {
+    /// New allocations, released allocations (confirmations and core decisions),
+    /// released asks and rejections. One call carries all the allocations of a
+    /// scheduling pass.
+    fn update_allocation(&self, response: si::AllocationResponse) -> CallbackResult<()>;
+
+    /// Accepted and rejected applications, and application state changes.
+    fn update_application(&self, response: si::ApplicationResponse) -> CallbackResult<()>;
+
+    /// Accepted and rejected nodes.
+    fn update_node(&self, response: si::NodeResponse) -> CallbackResult<()>;
+
+    /// May the ask go on the node (`allocate = true`) or reserve it (`false`)?
+    /// An error means no. Only called for RMs that asked for it at registration;
+    /// runs on the scheduling thread, so it has to be quick.
+    fn predicates(&self, args: si::PredicatesArgs) -> CallbackResult<()>;
+
+    /// Core-side cache changes (assumed allocations, forgotten assumptions) for
+    /// the RM's own cache.
+    fn resync_scheduler_cache(&self, args: si::ReSyncSchedulerCacheArgs) -> CallbackResult<()>;
+
+    /// A batch of events about requests, applications, nodes and queues.
+    fn send_event(&self, events: Vec<si::EventRecord>) -> CallbackResult<()>;
+
+    /// The scheduling state of one ask (skipped, scheduled, reserved, failed).
+    /// May be called even when nothing changed.
+    fn update_container_scheduling_state(
+        &self,
+        request: si::UpdateContainerSchedulingStateRequest,
+    ) -> CallbackResult<()>;
+
+    /// Asks the RM to persist a configuration changed through the core; the
+    /// response says whether it did, and carries the configuration it replaced.
+    fn update_configuration(
+        &self,
+        request: si::UpdateConfigurationRequest,
+    ) -> CallbackResult<si::UpdateConfigurationResponse>;
+}

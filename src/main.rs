@@ -1,0 +1,2 @@
+//! The `unisched` command line.
+fn main() {}
