@@ -32,6 +32,8 @@
 
 use unisched_si as si;
 
+pub mod recording;
+
 /// `extraConfig` key of [`si::RegisterResourceManagerRequest`]: set to `"true"`
 /// when the RM wants [`ResourceManagerCallback::predicates`] called before each
 /// placement. Without it the core never calls predicates, and an embedding RM

@@ -1,0 +1,1 @@
+//! Queue configuration: the YAML schema, parsing and validation.

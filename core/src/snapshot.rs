@@ -1,0 +1,160 @@
+//! Immutable views of a partition for readers: scenario expectations, tests,
+//! REST and metrics. A snapshot is built by the scheduling thread and handed out
+//! by value; readers never see live state or hold a lock on it.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+/// A sparse resource as readers see it: name to quantity (vcore in milli-cores).
+/// Types with a zero quantity are left out.
+pub type ResourceMap = BTreeMap<String, i64>;
+
+/// One partition at one moment.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct PartitionSnapshot {
+    /// Qualified name, `[rmID]name`.
+    pub name: String,
+    /// The RM that owns the partition.
+    pub rm_id: String,
+    /// `fair` or `binpacking`.
+    pub node_sort_policy: String,
+    /// Sum of the capacities of all nodes.
+    pub total_capacity: ResourceMap,
+    /// Queues, parents before children, siblings by name.
+    pub queues: Vec<QueueSnapshot>,
+    /// Applications, by id.
+    pub applications: Vec<ApplicationSnapshot>,
+    /// Nodes, by id.
+    pub nodes: Vec<NodeSnapshot>,
+    /// Allocations, by allocation id.
+    pub allocations: Vec<AllocationSnapshot>,
+}
+
+/// A queue.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct QueueSnapshot {
+    /// Full path, e.g. `root.a`.
+    pub path: String,
+    /// True for a parent queue (it holds queues, never applications).
+    pub parent: bool,
+    /// `Active` or `Draining`.
+    pub state: String,
+    /// Created by a placement rule rather than the configuration.
+    pub dynamic: bool,
+    /// Configured guaranteed resources (empty when none).
+    pub guaranteed: ResourceMap,
+    /// Configured maximum (empty = unlimited; a type left out is unlimited).
+    pub max: ResourceMap,
+    /// Resources allocated to the queue and everything below it.
+    pub allocated: ResourceMap,
+    /// Resources asked for and not yet allocated, below this queue.
+    pub pending: ResourceMap,
+    /// Configured application limit (0 = unlimited).
+    pub max_applications: u64,
+    /// Applications below this queue that count against maxapplications.
+    pub running_applications: u64,
+    /// Effective properties after inheritance.
+    pub properties: BTreeMap<String, String>,
+}
+
+/// An application.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct ApplicationSnapshot {
+    /// Application id.
+    pub id: String,
+    /// Full path of the leaf queue it was placed in.
+    pub queue: String,
+    /// Owner.
+    pub user: String,
+    /// Groups of the owner.
+    pub groups: Vec<String>,
+    /// State name: New, Accepted, Running, Completing, Completed, Rejected, ...
+    pub state: String,
+    /// Resources allocated to the application.
+    pub allocated: ResourceMap,
+    /// Resources asked for and not yet allocated.
+    pub pending: ResourceMap,
+    /// Pending asks (an ask counts once however many allocations it still wants).
+    pub pending_asks: Vec<AskSnapshot>,
+    /// Number of allocations.
+    pub allocation_count: usize,
+    /// Submission time, nanoseconds since the Unix epoch.
+    pub submission_time: u64,
+}
+
+/// A pending ask.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct AskSnapshot {
+    /// Allocation key.
+    pub allocation_key: String,
+    /// Resources of one allocation.
+    pub resource: ResourceMap,
+    /// Allocations still wanted.
+    pub pending_allocations: u32,
+    /// Ask priority.
+    pub priority: i32,
+    /// Node reserved for this ask, if any.
+    pub reserved_node: Option<String>,
+}
+
+/// A node.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct NodeSnapshot {
+    /// Node id.
+    pub id: String,
+    /// False while draining.
+    pub schedulable: bool,
+    /// Schedulable capacity reported by the RM.
+    pub capacity: ResourceMap,
+    /// Used by something other than this scheduler.
+    pub occupied: ResourceMap,
+    /// Allocated by this scheduler.
+    pub allocated: ResourceMap,
+    /// capacity - occupied - allocated (may be negative after a shrink).
+    pub available: ResourceMap,
+    /// Number of allocations on the node.
+    pub allocation_count: usize,
+    /// Allocation key of the ask holding a reservation on the node, if any.
+    pub reserved_by: Option<String>,
+    /// Attributes reported by the RM.
+    pub attributes: BTreeMap<String, String>,
+}
+
+/// An allocation.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct AllocationSnapshot {
+    /// Allocation key (the ask's).
+    pub allocation_key: String,
+    /// Allocation id, unique per allocation.
+    pub allocation_id: String,
+    /// Application id.
+    pub application_id: String,
+    /// Leaf queue path.
+    pub queue: String,
+    /// Node id.
+    pub node_id: String,
+    /// Resources.
+    pub resource: ResourceMap,
+    /// Gang placeholder.
+    pub placeholder: bool,
+    /// Ask priority.
+    pub priority: i32,
+}
+
+impl PartitionSnapshot {
+    /// The queue with this full path.
+    pub fn queue(&self, path: &str) -> Option<&QueueSnapshot> {
+        self.queues.iter().find(|q| q.path == path)
+    }
+
+    /// The application with this id.
+    pub fn application(&self, id: &str) -> Option<&ApplicationSnapshot> {
+        self.applications.iter().find(|a| a.id == id)
+    }
+
+    /// The node with this id.
+    pub fn node(&self, id: &str) -> Option<&NodeSnapshot> {
+        self.nodes.iter().find(|n| n.id == id)
+    }
+}
