@@ -1,15 +1,32 @@
 //! The scheduler handle: the in-process implementation of `SchedulerApi`.
+//!
+//! API calls run on the caller's thread: they check what needs no scheduling
+//! state (the RM is registered), convert resources to dense vectors, and send a
+//! command to the scheduling thread (`engine.rs`), which owns all state. Calls
+//! that wait block on a reply channel; calling them from the scheduling thread
+//! (inside `predicates`) is refused rather than deadlocking.
+
+mod allocate;
+mod command;
+mod dispatch;
+mod engine;
+mod objects;
+mod ops;
+mod partition;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use unisched_shim_api::{
-    ResourceManagerCallback, SchedulerApi, SchedulerError, SchedulerResult,
-};
+use crossbeam_channel::{Sender, bounded, unbounded};
+use dashmap::DashSet;
+use unisched_shim_api::{ResourceManagerCallback, SchedulerApi, SchedulerError, SchedulerResult};
 use unisched_si as si;
 
 use crate::clock::{Clock, SystemClock};
+use crate::resources::ResourceNames;
 use crate::snapshot::PartitionSnapshot;
+use command::Command;
+pub use engine::{DEFAULT_CONFIG, qualify};
 
 /// Where `update_configuration(cluster_id)` reads a cluster's queue configuration.
 pub trait ConfigSource: Send + Sync {
@@ -46,52 +63,156 @@ impl Default for SchedulerOptions {
     }
 }
 
+impl std::fmt::Debug for SchedulerOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SchedulerOptions")
+            .field("clock", &self.clock)
+            .field("completing_timeout", &self.completing_timeout)
+            .field("reservation_delay", &self.reservation_delay)
+            .field("max_allocations_per_pass", &self.max_allocations_per_pass)
+            .finish_non_exhaustive()
+    }
+}
+
+struct Inner {
+    tx: Sender<Command>,
+    names: Arc<ResourceNames>,
+    registered: Arc<DashSet<String>>,
+    options: SchedulerOptions,
+    thread: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        let _ = self.tx.send(Command::Shutdown);
+        let handle = self
+            .thread
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(h) = handle {
+            if h.thread().id() != std::thread::current().id() {
+                let _ = h.join();
+            }
+        }
+    }
+}
+
 /// The in-process scheduler core. Cheap to clone; every clone talks to the same
 /// scheduling thread. Dropping the last clone shuts it down.
 #[derive(Clone)]
 pub struct Scheduler {
-    _private: (),
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Scheduler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scheduler")
+            .field("options", &self.inner.options)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Scheduler {
     /// Starts the scheduling thread.
     pub fn start(options: SchedulerOptions) -> Self {
-        let _ = options;
-        unimplemented!()
+        let (tx, rx) = unbounded();
+        let names = Arc::new(ResourceNames::new());
+        let registered = Arc::new(DashSet::new());
+        let engine = engine::Engine::new(options.clone(), names.clone(), registered.clone());
+        let thread = std::thread::Builder::new()
+            .name("unisched-scheduler".to_string())
+            .spawn(move || engine.run(rx))
+            .expect("the scheduling thread must start");
+        Self {
+            inner: Arc::new(Inner {
+                tx,
+                names,
+                registered,
+                options,
+                thread: std::sync::Mutex::new(Some(thread)),
+            }),
+        }
+    }
+
+    fn send(&self, cmd: Command) -> SchedulerResult<()> {
+        self.inner.tx.send(cmd).map_err(|_| SchedulerError::ShutDown)
+    }
+
+    fn check_registered(&self, rm_id: &str) -> SchedulerResult<()> {
+        if self.inner.registered.contains(rm_id) {
+            Ok(())
+        } else {
+            Err(SchedulerError::UnknownResourceManager {
+                rm_id: rm_id.to_string(),
+            })
+        }
+    }
+
+    fn check_wait_allowed(call: &'static str) -> SchedulerResult<()> {
+        if engine::on_scheduling_thread() {
+            Err(SchedulerError::Reentrant { call })
+        } else {
+            Ok(())
+        }
     }
 
     /// Waits until every request sent before this call has been applied, the
     /// loop has scheduled until nothing more can be placed, and every callback
-    /// that produced has been delivered.
+    /// that produced has been delivered. Returns at once on the scheduling thread.
     pub fn settle(&self) {
-        unimplemented!()
+        if engine::on_scheduling_thread() {
+            return;
+        }
+        let (tx, rx) = bounded::<()>(0);
+        if self.send(Command::Settle(tx)).is_err() {
+            return;
+        }
+        // Every holder of the token drops it when done; recv fails then.
+        while rx.recv().is_ok() {}
     }
 
     /// Tells the loop to look at the clock again (after advancing a virtual clock).
     pub fn wake(&self) {
-        unimplemented!()
+        let _ = self.send(Command::Tick);
     }
 
     /// The clock this scheduler reads.
     pub fn clock(&self) -> Arc<dyn Clock> {
-        unimplemented!()
+        self.inner.options.clock.clone()
     }
 
     /// A snapshot of a partition, by qualified name (`[rmID]name`) or by plain
-    /// name when only one RM has it. `None` when there is no such partition.
+    /// name when only one RM has it, taken once scheduling is quiescent. `None`
+    /// when there is no such partition.
     pub fn snapshot(&self, partition: &str) -> Option<PartitionSnapshot> {
-        let _ = partition;
-        unimplemented!()
+        if engine::on_scheduling_thread() {
+            return None;
+        }
+        let (tx, rx) = bounded(1);
+        self.send(Command::Snapshot {
+            partition: partition.to_string(),
+            reply: tx,
+        })
+        .ok()?;
+        rx.recv().ok().flatten()
     }
 
     /// Qualified names of all partitions.
     pub fn partitions(&self) -> Vec<String> {
-        unimplemented!()
+        if engine::on_scheduling_thread() {
+            return Vec::new();
+        }
+        let (tx, rx) = bounded(1);
+        if self.send(Command::Partitions(tx)).is_err() {
+            return Vec::new();
+        }
+        rx.recv().unwrap_or_default()
     }
 
     /// Stops the scheduling thread; later calls return `SchedulerError::ShutDown`.
     pub fn shutdown(&self) {
-        unimplemented!()
+        let _ = self.send(Command::Shutdown);
     }
 }
 
@@ -101,27 +222,49 @@ impl SchedulerApi for Scheduler {
         request: si::RegisterResourceManagerRequest,
         callback: Arc<dyn ResourceManagerCallback>,
     ) -> SchedulerResult<si::RegisterResourceManagerResponse> {
-        let _ = (request, callback);
-        Err(SchedulerError::ShutDown)
+        Self::check_wait_allowed("register_resource_manager")?;
+        let (tx, rx) = bounded(1);
+        self.send(Command::Register {
+            request,
+            callback,
+            reply: tx,
+        })?;
+        rx.recv().map_err(|_| SchedulerError::ShutDown)??;
+        Ok(si::RegisterResourceManagerResponse {})
     }
 
     fn update_allocation(&self, request: si::AllocationRequest) -> SchedulerResult<()> {
-        let _ = request;
-        Err(SchedulerError::ShutDown)
+        self.check_registered(&request.rm_id)?;
+        let prepared = command::prepare_allocation_request(&self.inner.names, request);
+        self.send(Command::Allocation(prepared))
     }
 
     fn update_application(&self, request: si::ApplicationRequest) -> SchedulerResult<()> {
-        let _ = request;
-        Err(SchedulerError::ShutDown)
+        self.check_registered(&request.rm_id)?;
+        self.send(Command::Application(request))
     }
 
     fn update_node(&self, request: si::NodeRequest) -> SchedulerResult<()> {
-        let _ = request;
-        Err(SchedulerError::ShutDown)
+        self.check_registered(&request.rm_id)?;
+        let rm_id = request.rm_id.clone();
+        let nodes = command::prepare_nodes(&self.inner.names, request);
+        self.send(Command::Node { rm_id, nodes })
     }
 
     fn update_configuration(&self, cluster_id: &str) -> SchedulerResult<()> {
-        let _ = cluster_id;
-        Err(SchedulerError::ShutDown)
+        Self::check_wait_allowed("update_configuration")?;
+        self.check_registered(cluster_id)?;
+        // Read the source on the caller's thread: the core does no I/O of its own.
+        let text = match &self.inner.options.config_source {
+            Some(source) => source.load(cluster_id),
+            None => Err(String::new()),
+        };
+        let (tx, rx) = bounded(1);
+        self.send(Command::UpdateConfiguration {
+            rm_id: cluster_id.to_string(),
+            text,
+            reply: tx,
+        })?;
+        rx.recv().map_err(|_| SchedulerError::ShutDown)?
     }
 }

@@ -1,0 +1,381 @@
+//! One scheduling pass over a partition.
+//!
+//! Order: asks holding a reservation first, then a depth-first walk of the
+//! queue tree. At every level the walk takes the first entry of an ordered set
+//! (children with pending demand by fair share; applications by fifo or fair
+//! key; asks by priority then age), so choosing costs O(log n). An entry that
+//! cannot allocate is *parked* (taken out of its set) for the rest of the pass,
+//! and an application keeps a cursor past asks that failed, so nothing is tried
+//! twice in a pass: the cost of one allocation does not grow with the number of
+//! pending asks. Within a pass resources only shrink (no releases happen in the
+//! middle of one), which is what makes parking and the failure memos sound.
+
+use std::ops::Bound;
+
+use unisched_si as si;
+use si::update_container_scheduling_state_request::SchedulingState;
+
+use super::objects::*;
+use super::partition::{Partition, ROOT};
+use crate::config::NodeSortKind;
+use crate::resources::{NameTable, Resource};
+
+/// Most resource sizes remembered per memo in one pass.
+const MEMO_LIMIT: usize = 32;
+
+/// Inputs and running state of one pass.
+pub struct PassContext<'a> {
+    /// Clock time of the pass.
+    pub now: u64,
+    /// Most allocations this pass may make.
+    pub budget: usize,
+    /// Allocations made so far.
+    pub made: usize,
+    /// How long an ask waits before it reserves a node, in nanoseconds.
+    pub reservation_delay: u64,
+    /// The RM's predicates, when it asked for them.
+    pub predicates: Option<&'a dyn Fn(&si::PredicatesArgs) -> bool>,
+    /// Resource names for the wire.
+    pub names: &'a NameTable,
+    /// Earliest time a waiting ask becomes due for a reservation.
+    pub next_wake: Option<u64>,
+    /// Sizes that fit no node in this pass.
+    node_memo: Vec<Resource>,
+    /// Sizes that found no node to reserve in this pass.
+    reserve_memo: Vec<Resource>,
+    /// (leaf, size) pairs that failed the headroom check in this pass.
+    headroom_memo: Vec<(QueueId, Resource)>,
+}
+
+impl<'a> PassContext<'a> {
+    /// A context for one pass.
+    pub fn new(
+        now: u64,
+        budget: usize,
+        reservation_delay: u64,
+        names: &'a NameTable,
+        predicates: Option<&'a dyn Fn(&si::PredicatesArgs) -> bool>,
+    ) -> Self {
+        Self {
+            now,
+            budget,
+            made: 0,
+            reservation_delay,
+            predicates,
+            names,
+            next_wake: None,
+            node_memo: Vec::new(),
+            reserve_memo: Vec::new(),
+            headroom_memo: Vec::new(),
+        }
+    }
+
+    fn wake_at(&mut self, t: u64) {
+        self.next_wake = Some(self.next_wake.map_or(t, |w| w.min(t)));
+    }
+}
+
+fn remember(memo: &mut Vec<Resource>, res: Resource) {
+    if memo.len() < MEMO_LIMIT {
+        memo.push(res);
+    }
+}
+
+/// What looking for a node found.
+enum NodeSearch {
+    Found(NodeId),
+    /// Nothing fits; `clean` when no node was passed over for a reason specific
+    /// to this ask (a reservation of another ask, a failed predicate).
+    NotFound { clean: bool },
+}
+
+impl Partition {
+    /// Runs one pass; returns the number of allocations made.
+    pub fn schedule(&mut self, ctx: &mut PassContext<'_>) -> usize {
+        self.pass += 1;
+        let reserved: Vec<AskId> = self.reserved_asks.iter().copied().collect();
+        for ask in reserved {
+            if ctx.made >= ctx.budget {
+                break;
+            }
+            self.try_reserved_ask(ask, ctx);
+        }
+        while ctx.made < ctx.budget && self.pick_from(ROOT, ctx) {}
+        self.unpark_all();
+        ctx.made
+    }
+
+    fn try_reserved_ask(&mut self, ask: AskId, ctx: &mut PassContext<'_>) {
+        let Some(a) = self.asks.get(ask) else { return };
+        let (app, res, reserved) = (a.app, a.resource, a.reserved_node);
+        if a.pending == 0 || !self.apps[app].state_allows_scheduling() {
+            return;
+        }
+        let leaf = self.apps[app].queue;
+        if !self.fits_headroom(leaf, &res) {
+            return;
+        }
+        if !self.apps[app].counted_running && !self.can_start_app(leaf) {
+            return;
+        }
+        let on_reserved = reserved.filter(|&n| {
+            let node = &self.nodes[n];
+            node.schedulable && res.fits_in(&node.available) && self.predicate(ctx, ask, n, true)
+        });
+        let node = match on_reserved {
+            Some(n) => Some(n),
+            None => match self.find_node(ask, &res, ctx) {
+                NodeSearch::Found(n) => Some(n),
+                NodeSearch::NotFound { .. } => None,
+            },
+        };
+        if let Some(n) = node {
+            self.allocate(app, ask, n, ctx);
+        }
+    }
+
+    /// Allocates one ask somewhere below queue `q`; false when nothing below can.
+    fn pick_from(&mut self, q: QueueId, ctx: &mut PassContext<'_>) -> bool {
+        if self.queues[q].is_parent {
+            while let Some(&(.., child)) = self.queues[q].child_order.first() {
+                if self.pick_from(child, ctx) {
+                    return true;
+                }
+                self.park_queue(child);
+            }
+        } else {
+            while let Some(&(.., app)) = self.queues[q].app_order.first() {
+                if self.try_app(app, ctx) {
+                    return true;
+                }
+                self.park_app(app);
+            }
+        }
+        false
+    }
+
+    fn park_queue(&mut self, q: QueueId) {
+        let queue = &mut self.queues[q];
+        queue.blocked_in_pass = self.pass;
+        if let (Some(k), Some(parent)) = (queue.key_in_parent.take(), queue.parent) {
+            self.queues[parent].child_order.remove(&k);
+        }
+        self.parked_queues.push(q);
+    }
+
+    fn park_app(&mut self, app: AppId) {
+        let a = &mut self.apps[app];
+        a.blocked_in_pass = self.pass;
+        if let Some(k) = a.key_in_queue.take() {
+            let leaf = a.queue;
+            self.queues[leaf].app_order.remove(&k);
+        }
+        self.parked_apps.push(app);
+    }
+
+    /// Tries the application's asks in order from its cursor; true on an allocation.
+    fn try_app(&mut self, app: AppId, ctx: &mut PassContext<'_>) -> bool {
+        let leaf = self.apps[app].queue;
+        if !self.apps[app].counted_running && !self.can_start_app(leaf) {
+            return false;
+        }
+        if self.apps[app].cursor_pass != self.pass {
+            self.apps[app].cursor_pass = self.pass;
+            self.apps[app].cursor = None;
+        }
+        loop {
+            let a = &self.apps[app];
+            let next = match a.cursor {
+                None => a.pending_order.first().copied(),
+                Some(c) => a
+                    .pending_order
+                    .range((Bound::Excluded(c), Bound::Unbounded))
+                    .next()
+                    .copied(),
+            };
+            let Some(key) = next else { return false };
+            if self.try_ask(app, key.2, ctx) {
+                return true;
+            }
+            self.apps[app].cursor = Some(key);
+        }
+    }
+
+    fn try_ask(&mut self, app: AppId, ask: AskId, ctx: &mut PassContext<'_>) -> bool {
+        let res = self.asks[ask].resource;
+        let leaf = self.apps[app].queue;
+        if ctx
+            .headroom_memo
+            .iter()
+            .any(|(q, r)| *q == leaf && res.dominates(r))
+        {
+            return false;
+        }
+        if !self.fits_headroom(leaf, &res) {
+            if ctx.headroom_memo.len() < MEMO_LIMIT {
+                ctx.headroom_memo.push((leaf, res));
+            }
+            return false;
+        }
+        let search = if ctx.node_memo.iter().any(|r| res.dominates(r)) {
+            NodeSearch::NotFound { clean: true }
+        } else {
+            self.find_node(ask, &res, ctx)
+        };
+        match search {
+            NodeSearch::Found(n) => {
+                self.allocate(app, ask, n, ctx);
+                true
+            }
+            NodeSearch::NotFound { clean } => {
+                if clean {
+                    remember(&mut ctx.node_memo, res);
+                }
+                if self.asks[ask].reserved_node.is_none() {
+                    self.report_scheduling_state(
+                        ask,
+                        SchedulingState::Failed,
+                        "no node has room for the ask although the queue headroom allows it",
+                    );
+                    self.maybe_reserve(ask, &res, ctx);
+                }
+                false
+            }
+        }
+    }
+
+    fn predicate(&self, ctx: &PassContext<'_>, ask: AskId, node: NodeId, allocate: bool) -> bool {
+        match ctx.predicates {
+            None => true,
+            Some(pred) => pred(&si::PredicatesArgs {
+                allocation_key: self.asks[ask].key.to_string(),
+                node_id: self.nodes[node].id.to_string(),
+                allocate,
+            }),
+        }
+    }
+
+    /// The first node in sort order where the ask fits.
+    fn find_node(&self, ask: AskId, res: &Resource, ctx: &PassContext<'_>) -> NodeSearch {
+        let mut clean = true;
+        let mut check = |&(_, n): &NodeKey| -> bool {
+            let node = &self.nodes[n];
+            if node.reserved_by.is_some_and(|r| r != ask) {
+                clean = false;
+                return false;
+            }
+            if !res.fits_in(&node.available) {
+                return false;
+            }
+            if !self.predicate(ctx, ask, n, true) {
+                clean = false;
+                return false;
+            }
+            true
+        };
+        let found = match self.node_sort {
+            NodeSortKind::Fair => self.node_index.iter().find(|k| check(k)),
+            NodeSortKind::Binpacking => self.node_index.iter().rev().find(|k| check(k)),
+        };
+        match found {
+            Some(&(_, n)) => NodeSearch::Found(n),
+            None => NodeSearch::NotFound { clean },
+        }
+    }
+
+    /// Reserves the first unreserved node that could hold the ask once emptied,
+    /// when the ask has waited long enough.
+    fn maybe_reserve(&mut self, ask: AskId, res: &Resource, ctx: &mut PassContext<'_>) {
+        let created = self.asks[ask].created;
+        let due = created.saturating_add(ctx.reservation_delay);
+        if ctx.now < due {
+            ctx.wake_at(due);
+            return;
+        }
+        if ctx.reserve_memo.iter().any(|r| res.dominates(r)) {
+            return;
+        }
+        let candidate = |&&(_, n): &&NodeKey| {
+            let node = &self.nodes[n];
+            node.reserved_by.is_none()
+                && res.fits_in(&node.capacity.minus(&node.occupied))
+                && self.predicate(ctx, ask, n, false)
+        };
+        let found = match self.node_sort {
+            NodeSortKind::Fair => self.node_index.iter().find(candidate),
+            NodeSortKind::Binpacking => self.node_index.iter().rev().find(candidate),
+        };
+        let Some(&(_, n)) = found else {
+            remember(&mut ctx.reserve_memo, *res);
+            return;
+        };
+        self.nodes[n].reserved_by = Some(ask);
+        self.asks[ask].reserved_node = Some(n);
+        self.reserved_asks.insert(ask);
+        let node_id = self.nodes[n].id.clone();
+        let key = self.asks[ask].key.clone();
+        self.report_scheduling_state(ask, SchedulingState::Reserved, &format!("reserved node {node_id}"));
+        self.outbox.event(
+            ctx.now,
+            si::event_record::Type::Node,
+            &node_id,
+            &key,
+            si::event_record::ChangeType::Add,
+            si::event_record::ChangeDetail::NodeReservation,
+            "node reserved".to_string(),
+        );
+    }
+
+    /// Places one allocation of `ask` on `node`.
+    fn allocate(&mut self, app: AppId, ask: AskId, node: NodeId, ctx: &mut PassContext<'_>) {
+        let a = &mut self.asks[ask];
+        let order_key = a.order_key(ask);
+        a.pending -= 1;
+        a.allocated_total += 1;
+        a.live_allocations += 1;
+        let number = a.allocated_total - 1;
+        let done = a.pending == 0;
+        let (key, res, priority) = (a.key.clone(), a.resource, a.priority);
+        let (placeholder, task_group, originator) = (a.placeholder, a.task_group.clone(), a.originator);
+        let preemption = si::PreemptionPolicy {
+            allow_preempt_self: a.allow_preempt_self,
+            allow_preempt_other: a.allow_preempt_other,
+        };
+        let tags: std::collections::HashMap<String, String> =
+            a.tags.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        let had_state = a.reported_state;
+        if done {
+            self.apps[app].pending_order.remove(&order_key);
+        }
+        self.unreserve(ask);
+        self.remove_pending(app, &res);
+        let id: std::sync::Arc<str> = std::sync::Arc::from(format!("{key}-{number}"));
+        let wire = si::Allocation {
+            allocation_key: key.to_string(),
+            allocation_tags: tags,
+            resource_per_alloc: Some(ctx.names.to_si(&res)),
+            priority,
+            node_id: self.nodes[node].id.to_string(),
+            application_id: self.apps[app].id.to_string(),
+            partition_name: self.plain_name().to_string(),
+            task_group_name: task_group,
+            placeholder,
+            allocation_id: id.to_string(),
+            originator,
+            preemption_policy: Some(preemption),
+        };
+        self.insert_allocation(app, node, key, id, res, &wire, ctx.now);
+        self.outbox.allocation.new.push(wire);
+        if had_state != 0 {
+            self.report_scheduling_state(ask, SchedulingState::Scheduled, "allocated");
+        }
+        if matches!(
+            self.apps[app].state,
+            AppState::New | AppState::Accepted | AppState::Resuming | AppState::Completing
+        ) {
+            self.set_app_state(app, AppState::Running, ctx.now, "first allocation");
+        }
+        self.rekey_app(app);
+        ctx.made += 1;
+    }
+}

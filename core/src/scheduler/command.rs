@@ -1,0 +1,164 @@
+//! Commands from API threads to the scheduling thread, and the stateless
+//! preparation API threads do before sending them (resource conversion), so the
+//! scheduling thread only applies.
+
+use std::sync::Arc;
+
+use crossbeam_channel::Sender;
+use unisched_shim_api::{ResourceManagerCallback, SchedulerResult};
+use unisched_si as si;
+
+use crate::resources::{Resource, ResourceNames};
+use crate::snapshot::PartitionSnapshot;
+
+/// A wire resource converted on the API thread; `None` when the field was absent.
+pub type Converted = Option<Result<Resource, String>>;
+
+/// An ask with its resource converted.
+#[derive(Debug)]
+pub struct PreparedAsk {
+    /// The ask (its `resource_ask` taken out).
+    pub ask: si::AllocationAsk,
+    /// Its resource.
+    pub resource: Result<Resource, String>,
+}
+
+/// A node request entry with its resources converted.
+#[derive(Debug)]
+pub struct PreparedNode {
+    /// The node info (resources and existing allocations taken out).
+    pub info: si::NodeInfo,
+    /// Schedulable resource.
+    pub capacity: Converted,
+    /// Occupied resource.
+    pub occupied: Converted,
+    /// Existing allocations, each with its resource.
+    pub existing: Vec<(si::Allocation, Result<Resource, String>)>,
+}
+
+/// An allocation request with its resources converted.
+#[derive(Debug)]
+pub struct PreparedAllocationRequest {
+    /// The RM.
+    pub rm_id: String,
+    /// Asks.
+    pub asks: Vec<PreparedAsk>,
+    /// Releases (allocations and asks).
+    pub releases: si::AllocationReleasesRequest,
+    /// Recovered allocations.
+    pub allocations: Vec<(si::Allocation, Result<Resource, String>)>,
+}
+
+/// Converts an allocation's resource, leaving the map behind.
+pub fn prepare_allocation(
+    names: &ResourceNames,
+    mut alloc: si::Allocation,
+) -> (si::Allocation, Result<Resource, String>) {
+    let res = names
+        .from_si(alloc.resource_per_alloc.as_ref())
+        .map_err(|e| e.to_string());
+    alloc.resource_per_alloc = None;
+    (alloc, res)
+}
+
+/// Converts what the scheduling thread would otherwise convert.
+pub fn prepare_allocation_request(
+    names: &ResourceNames,
+    request: si::AllocationRequest,
+) -> PreparedAllocationRequest {
+    let asks = request
+        .asks
+        .into_iter()
+        .map(|mut ask| {
+            let resource = names
+                .from_si(ask.resource_ask.as_ref())
+                .map_err(|e| e.to_string());
+            ask.resource_ask = None;
+            PreparedAsk { ask, resource }
+        })
+        .collect();
+    PreparedAllocationRequest {
+        rm_id: request.rm_id,
+        asks,
+        releases: request.releases.unwrap_or_default(),
+        allocations: request
+            .allocations
+            .into_iter()
+            .map(|a| prepare_allocation(names, a))
+            .collect(),
+    }
+}
+
+/// Converts the resources of a node request.
+pub fn prepare_nodes(names: &ResourceNames, request: si::NodeRequest) -> Vec<PreparedNode> {
+    request
+        .nodes
+        .into_iter()
+        .map(|mut info| {
+            let convert = |r: Option<si::Resource>| {
+                r.map(|r| names.from_si(Some(&r)).map_err(|e| e.to_string()))
+            };
+            let capacity = convert(info.schedulable_resource.take());
+            let occupied = convert(info.occupied_resource.take());
+            let existing = std::mem::take(&mut info.existing_allocations)
+                .into_iter()
+                .map(|a| prepare_allocation(names, a))
+                .collect();
+            PreparedNode {
+                info,
+                capacity,
+                occupied,
+                existing,
+            }
+        })
+        .collect()
+}
+
+/// Work for the scheduling thread.
+pub enum Command {
+    /// Register (or re-register) an RM.
+    Register {
+        /// The request.
+        request: si::RegisterResourceManagerRequest,
+        /// The RM's callback.
+        callback: Arc<dyn ResourceManagerCallback>,
+        /// Where the outcome goes.
+        reply: Sender<SchedulerResult<()>>,
+    },
+    /// Asks, releases, recovered allocations.
+    Allocation(PreparedAllocationRequest),
+    /// Applications added and removed.
+    Application(si::ApplicationRequest),
+    /// Node actions.
+    Node {
+        /// The RM.
+        rm_id: String,
+        /// The nodes.
+        nodes: Vec<PreparedNode>,
+    },
+    /// Apply a new configuration text for an RM.
+    UpdateConfiguration {
+        /// The RM (cluster id).
+        rm_id: String,
+        /// The text, or why it could not be read.
+        text: Result<String, String>,
+        /// Where the outcome goes.
+        reply: Sender<SchedulerResult<()>>,
+    },
+    /// Reply (by dropping the sender) once everything before is applied,
+    /// scheduling is quiescent and callbacks are delivered.
+    Settle(Sender<()>),
+    /// A snapshot of a partition, once scheduling is quiescent.
+    Snapshot {
+        /// Partition name, qualified or plain.
+        partition: String,
+        /// Where it goes.
+        reply: Sender<Option<PartitionSnapshot>>,
+    },
+    /// Qualified names of all partitions.
+    Partitions(Sender<Vec<String>>),
+    /// Look at the clock again.
+    Tick,
+    /// Stop the loop.
+    Shutdown,
+}

@@ -1,0 +1,114 @@
+//! Callback dispatch: one thread per registered RM delivers the core's results
+//! in the order they were produced. A slow RM delays only its own callbacks; an
+//! RM whose callback panics or fails is logged and the dispatcher goes on.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use crossbeam_channel::{Receiver, Sender, unbounded};
+use unisched_shim_api::{CallbackResult, ResourceManagerCallback};
+use unisched_si as si;
+
+/// One delivery to an RM.
+pub enum Outgoing {
+    /// Allocation results.
+    Allocation(si::AllocationResponse),
+    /// Application results.
+    Application(si::ApplicationResponse),
+    /// Node results.
+    Node(si::NodeResponse),
+    /// A batch of events.
+    Events(Vec<si::EventRecord>),
+    /// A container scheduling state.
+    State(si::UpdateContainerSchedulingStateRequest),
+    /// Everything before this has been delivered; drop the token to say so.
+    Barrier(Sender<()>),
+}
+
+/// The dispatcher of one RM.
+pub struct Dispatcher {
+    tx: Option<Sender<Outgoing>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Dispatcher {
+    /// Starts the delivery thread for `callback`.
+    pub fn start(rm_id: &str, callback: Arc<dyn ResourceManagerCallback>) -> Self {
+        let (tx, rx) = unbounded();
+        let name = format!("unisched-callback-{rm_id}");
+        let rm = rm_id.to_string();
+        let thread = std::thread::Builder::new()
+            .name(name)
+            .spawn(move || deliver_all(&rm, callback.as_ref(), rx))
+            .ok();
+        if thread.is_none() {
+            tracing::error!(rm = rm_id, "could not start the callback thread; results for this RM are dropped");
+        }
+        Self {
+            tx: Some(tx),
+            thread,
+        }
+    }
+
+    /// Queues a delivery.
+    pub fn send(&self, out: Outgoing) {
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(out);
+        }
+    }
+}
+
+impl Drop for Dispatcher {
+    /// Delivers what is queued, then stops the thread.
+    fn drop(&mut self) {
+        self.tx.take();
+        if let Some(t) = self.thread.take() {
+            if t.thread().id() != std::thread::current().id() {
+                let _ = t.join();
+            }
+        }
+    }
+}
+
+fn deliver_all(rm: &str, callback: &dyn ResourceManagerCallback, rx: Receiver<Outgoing>) {
+    for out in rx {
+        let (what, result) = match out {
+            Outgoing::Barrier(token) => {
+                drop(token);
+                continue;
+            }
+            Outgoing::Allocation(r) => ("update_allocation", guarded(|| callback.update_allocation(r))),
+            Outgoing::Application(r) => ("update_application", guarded(|| callback.update_application(r))),
+            Outgoing::Node(r) => ("update_node", guarded(|| callback.update_node(r))),
+            Outgoing::Events(e) => ("send_event", guarded(|| callback.send_event(e))),
+            Outgoing::State(s) => (
+                "update_container_scheduling_state",
+                guarded(|| callback.update_container_scheduling_state(s)),
+            ),
+        };
+        if let Err(reason) = result {
+            tracing::warn!(rm, callback = what, %reason, "RM callback failed");
+        }
+    }
+}
+
+/// Runs a callback, turning a panic into an error.
+pub fn guarded<T>(f: impl FnOnce() -> CallbackResult<T>) -> Result<T, String> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(e.reason),
+        Err(panic) => Err(panic_message(panic.as_ref())),
+    }
+}
+
+/// The message of a panic payload.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        format!("panicked: {s}")
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        format!("panicked: {s}")
+    } else {
+        "panicked".to_string()
+    }
+}

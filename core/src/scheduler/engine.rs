@@ -1,0 +1,594 @@
+//! The scheduling thread: sole owner of all mutable scheduling state.
+//!
+//! # Ownership
+//! The [`Engine`] owns every partition (queues, applications, asks,
+//! allocations, nodes, reservations) and the registered RMs. Nothing else can
+//! reach them: API threads only send [`Command`]s down a channel and, for the
+//! calls that wait, block on a reply channel. So the hot path takes no locks and
+//! there is no lock order to get wrong. The only shared state is the resource
+//! name registry (a read-mostly `RwLock`, never held across a call) and the set
+//! of registered RM ids the API threads check (a concurrent set).
+//!
+//! # The loop
+//! 1. Wait for a command (or a timer when the clock is real).
+//! 2. Apply every command that is queued, in order.
+//! 3. Fire timers (Completing applications whose grace is over).
+//! 4. Run scheduling passes until one makes no allocation or its budget is used.
+//! 5. Hand each partition's results to its RM's dispatcher (one response of a
+//!    kind per pass).
+//! 6. When nothing more can be scheduled, answer waiting settles and snapshots.
+//!
+//! A panic while applying a command or scheduling is caught and logged; the loop
+//! goes on. Callbacks never run here except `predicates` (see shim-api docs).
+
+use std::cell::Cell;
+use std::collections::{BTreeMap, HashMap};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use dashmap::DashSet;
+use unisched_shim_api::{
+    PREDICATES_EXTRA_CONFIG, ResourceManagerCallback, SchedulerError, SchedulerResult,
+};
+use unisched_si as si;
+
+use super::SchedulerOptions;
+use super::allocate::PassContext;
+use super::command::{Command, PreparedAllocationRequest, PreparedNode};
+use super::dispatch::{Dispatcher, Outgoing, guarded, panic_message};
+use super::partition::Partition;
+use crate::config;
+use crate::resources::{NameTable, ResourceNames};
+use crate::snapshot::PartitionSnapshot;
+
+thread_local! {
+    static ON_SCHEDULING_THREAD: Cell<bool> = const { Cell::new(false) };
+}
+
+/// True on the scheduling thread (where a waiting call would deadlock).
+pub fn on_scheduling_thread() -> bool {
+    ON_SCHEDULING_THREAD.with(Cell::get)
+}
+
+/// Configuration used when an RM registers without one: a root that everyone
+/// may submit to, with a `default` leaf.
+pub const DEFAULT_CONFIG: &str = "partitions:
+  - name: default
+    queues:
+      - name: root
+        submitacl: '*'
+        queues:
+          - name: default
+";
+
+struct RmEntry {
+    callback: Arc<dyn ResourceManagerCallback>,
+    dispatcher: Dispatcher,
+    config_text: String,
+    predicates: bool,
+}
+
+/// Waiting requests answered once scheduling is quiescent.
+enum Deferred {
+    Settle(Sender<()>),
+    Snapshot(String, Sender<Option<PartitionSnapshot>>),
+    Partitions(Sender<Vec<String>>),
+}
+
+/// The scheduling thread's state.
+pub struct Engine {
+    options: SchedulerOptions,
+    names: Arc<ResourceNames>,
+    table: NameTable,
+    rms: HashMap<Arc<str>, RmEntry>,
+    partitions: BTreeMap<Arc<str>, Partition>,
+    registered: Arc<DashSet<String>>,
+    deferred: Vec<Deferred>,
+    next_wake: Option<u64>,
+}
+
+/// Qualified partition name: `[rm]name`; an empty name means `default`.
+pub fn qualify(rm_id: &str, name: &str) -> String {
+    if name.starts_with('[') {
+        name.to_string()
+    } else if name.is_empty() {
+        format!("[{rm_id}]default")
+    } else {
+        format!("[{rm_id}]{name}")
+    }
+}
+
+impl Engine {
+    /// A new engine.
+    pub fn new(
+        options: SchedulerOptions,
+        names: Arc<ResourceNames>,
+        registered: Arc<DashSet<String>>,
+    ) -> Self {
+        Self {
+            options,
+            names,
+            table: NameTable::default(),
+            rms: HashMap::new(),
+            partitions: BTreeMap::new(),
+            registered,
+            deferred: Vec::new(),
+            next_wake: None,
+        }
+    }
+
+    fn now(&self) -> u64 {
+        self.options.clock.now_nanos()
+    }
+
+    /// Runs until shutdown or until every sender is gone.
+    pub fn run(mut self, rx: Receiver<Command>) {
+        ON_SCHEDULING_THREAD.with(|c| c.set(true));
+        let mut more_work = false;
+        loop {
+            let first = if more_work {
+                rx.try_recv().ok()
+            } else {
+                match self.wait_duration() {
+                    None => match rx.recv() {
+                        Ok(c) => Some(c),
+                        Err(_) => break,
+                    },
+                    Some(d) => match rx.recv_timeout(d) {
+                        Ok(c) => Some(c),
+                        Err(RecvTimeoutError::Timeout) => None,
+                        Err(RecvTimeoutError::Disconnected) => break,
+                    },
+                }
+            };
+            let mut stop = false;
+            if let Some(cmd) = first {
+                stop |= self.apply_guarded(cmd);
+                // Apply what else is queued, bounded so scheduling is not starved.
+                for _ in 0..4096 {
+                    match rx.try_recv() {
+                        Ok(cmd) => stop |= self.apply_guarded(cmd),
+                        Err(_) => break,
+                    }
+                }
+            }
+            if stop {
+                break;
+            }
+            let now = self.now();
+            for p in self.partitions.values_mut() {
+                p.process_timers(now);
+            }
+            more_work = self.schedule_guarded();
+            self.flush();
+            if !more_work {
+                self.answer_deferred();
+            }
+        }
+        self.flush();
+        self.answer_deferred();
+        self.registered.clear();
+    }
+
+    /// How long to wait for a command before timers need attention.
+    fn wait_duration(&self) -> Option<Duration> {
+        if self.options.clock.is_virtual() {
+            return None;
+        }
+        let timers = self.partitions.values().filter_map(Partition::next_timer);
+        let next = timers.chain(self.next_wake).min()?;
+        let now = self.now();
+        Some(Duration::from_nanos(next.saturating_sub(now)).max(Duration::from_millis(1)))
+    }
+
+    fn apply_guarded(&mut self, cmd: Command) -> bool {
+        match catch_unwind(AssertUnwindSafe(|| self.apply(cmd))) {
+            Ok(stop) => stop,
+            Err(panic) => {
+                tracing::error!(reason = %panic_message(panic.as_ref()), "applying a request panicked; state of the request may be partial");
+                false
+            }
+        }
+    }
+
+    /// Applies one command; true to stop the loop.
+    fn apply(&mut self, cmd: Command) -> bool {
+        let now = self.now();
+        match cmd {
+            Command::Register {
+                request,
+                callback,
+                reply,
+            } => {
+                let _ = reply.send(self.register(request, callback));
+            }
+            Command::Allocation(req) => self.allocation_request(req, now),
+            Command::Application(req) => self.application_request(req, now),
+            Command::Node { rm_id, nodes } => self.node_request(&rm_id, nodes, now),
+            Command::UpdateConfiguration { rm_id, text, reply } => {
+                let _ = reply.send(self.update_configuration(&rm_id, text, now));
+            }
+            Command::Settle(tx) => self.deferred.push(Deferred::Settle(tx)),
+            Command::Snapshot { partition, reply } => {
+                self.deferred.push(Deferred::Snapshot(partition, reply))
+            }
+            Command::Partitions(reply) => self.deferred.push(Deferred::Partitions(reply)),
+            Command::Tick => {}
+            Command::Shutdown => return true,
+        }
+        false
+    }
+
+    fn register(
+        &mut self,
+        request: si::RegisterResourceManagerRequest,
+        callback: Arc<dyn ResourceManagerCallback>,
+    ) -> SchedulerResult<()> {
+        let rm_id = request.rm_id.clone();
+        if rm_id.is_empty() {
+            return Err(SchedulerError::InvalidRequest {
+                reason: "rmID is empty".to_string(),
+            });
+        }
+        let text = if request.config.trim().is_empty() {
+            DEFAULT_CONFIG.to_string()
+        } else {
+            request.config.clone()
+        };
+        let partitions = self.build_partitions(&rm_id, &text)?;
+        // Re-registration wipes what the RM had: flush its old results first.
+        if let Some(old) = self.rms.remove(rm_id.as_str()) {
+            self.flush_rm(&rm_id, &old);
+            drop(old);
+        }
+        self.partitions
+            .retain(|_, p| p.rm_id.as_ref() != rm_id.as_str());
+        for p in partitions {
+            self.partitions.insert(p.name.clone(), p);
+        }
+        let predicates = request
+            .extra_config
+            .get(PREDICATES_EXTRA_CONFIG)
+            .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+        let dispatcher = Dispatcher::start(&rm_id, callback.clone());
+        self.rms.insert(
+            Arc::from(rm_id.as_str()),
+            RmEntry {
+                callback,
+                dispatcher,
+                config_text: text,
+                predicates,
+            },
+        );
+        self.registered.insert(rm_id.clone());
+        tracing::info!(rm = %rm_id, "resource manager registered");
+        Ok(())
+    }
+
+    fn build_partitions(&self, rm_id: &str, text: &str) -> SchedulerResult<Vec<Partition>> {
+        let parsed = config::parse(text).map_err(|e| SchedulerError::InvalidConfiguration {
+            reason: e.to_string(),
+        })?;
+        let mut out = Vec::new();
+        for pc in parsed.partitions {
+            let name: Arc<str> = Arc::from(qualify(rm_id, &pc.name));
+            let mut p = Partition::new(name, Arc::from(rm_id), pc, self.names.clone())
+                .map_err(|reason| SchedulerError::InvalidConfiguration { reason })?;
+            p.completing_timeout =
+                u64::try_from(self.options.completing_timeout.as_nanos()).unwrap_or(u64::MAX);
+            out.push(p);
+        }
+        Ok(out)
+    }
+
+    fn update_configuration(
+        &mut self,
+        rm_id: &str,
+        text: Result<String, String>,
+        now: u64,
+    ) -> SchedulerResult<()> {
+        let Some(rm) = self.rms.get(rm_id) else {
+            return Err(SchedulerError::UnknownResourceManager {
+                rm_id: rm_id.to_string(),
+            });
+        };
+        let text = match text {
+            Ok(t) => t,
+            Err(reason) if reason.is_empty() => rm.config_text.clone(),
+            Err(reason) => {
+                return Err(SchedulerError::ConfigurationUnavailable {
+                    cluster_id: rm_id.to_string(),
+                    reason,
+                });
+            }
+        };
+        let parsed = config::parse(&text).map_err(|e| SchedulerError::InvalidConfiguration {
+            reason: e.to_string(),
+        })?;
+        // Check every partition converts before changing any.
+        for pc in &parsed.partitions {
+            Partition::new(Arc::from("check"), Arc::from(rm_id), pc.clone(), self.names.clone())
+                .map_err(|reason| SchedulerError::InvalidConfiguration { reason })?;
+        }
+        for pc in parsed.partitions {
+            let name = qualify(rm_id, &pc.name);
+            match self.partitions.get_mut(name.as_str()) {
+                Some(p) => p
+                    .apply_config(pc, now)
+                    .map_err(|reason| SchedulerError::InvalidConfiguration { reason })?,
+                None => {
+                    let name: Arc<str> = Arc::from(name);
+                    let mut p = Partition::new(name.clone(), Arc::from(rm_id), pc, self.names.clone())
+                        .map_err(|reason| SchedulerError::InvalidConfiguration { reason })?;
+                    p.completing_timeout = u64::try_from(self.options.completing_timeout.as_nanos())
+                        .unwrap_or(u64::MAX);
+                    self.partitions.insert(name, p);
+                }
+            }
+        }
+        if let Some(rm) = self.rms.get_mut(rm_id) {
+            rm.config_text = text;
+        }
+        Ok(())
+    }
+
+    fn partition_mut(&mut self, rm_id: &str, name: &str) -> Option<&mut Partition> {
+        self.partitions.get_mut(qualify(rm_id, name).as_str())
+    }
+
+    fn allocation_request(&mut self, req: PreparedAllocationRequest, now: u64) {
+        let rm_id = req.rm_id.clone();
+        for asks in req.asks {
+            match self.partition_mut(&rm_id, &asks.ask.partition_name) {
+                Some(p) => p.update_ask(asks.ask, asks.resource, now),
+                None => self.reject_ask_no_partition(&rm_id, asks.ask),
+            }
+        }
+        for (alloc, res) in req.allocations {
+            match self.partition_mut(&rm_id, &alloc.partition_name) {
+                Some(p) => p.recover_allocation(alloc, res, now),
+                None => {
+                    let reason = format!("partition {:?} does not exist", alloc.partition_name);
+                    self.with_any_partition(&rm_id, |p| {
+                        p.outbox.allocation.rejected_allocations.push(si::RejectedAllocation {
+                            allocation_key: alloc.allocation_key.clone(),
+                            application_id: alloc.application_id.clone(),
+                            reason,
+                        })
+                    });
+                }
+            }
+        }
+        for rel in req.releases.allocations_to_release {
+            match self.partition_mut(&rm_id, &rel.partition_name) {
+                Some(p) => p.release_allocations(rel, now),
+                None => {
+                    let reason = format!("cannot release: partition {:?} does not exist", rel.partition_name);
+                    self.with_any_partition(&rm_id, |p| {
+                        p.outbox.allocation.rejected_allocations.push(si::RejectedAllocation {
+                            allocation_key: rel.allocation_key.clone(),
+                            application_id: rel.application_id.clone(),
+                            reason,
+                        })
+                    });
+                }
+            }
+        }
+        for rel in req.releases.allocation_asks_to_release {
+            match self.partition_mut(&rm_id, &rel.partition_name) {
+                Some(p) => p.release_asks(rel, now),
+                None => {
+                    let reason = format!("cannot release ask: partition {:?} does not exist", rel.partition_name);
+                    self.with_any_partition(&rm_id, |p| {
+                        p.outbox.allocation.rejected.push(si::RejectedAllocationAsk {
+                            allocation_key: rel.allocation_key.clone(),
+                            application_id: rel.application_id.clone(),
+                            reason,
+                        })
+                    });
+                }
+            }
+        }
+    }
+
+    fn reject_ask_no_partition(&mut self, rm_id: &str, ask: si::AllocationAsk) {
+        let reason = format!(
+            "ask {}: partition {:?} does not exist",
+            ask.allocation_key, ask.partition_name
+        );
+        self.with_any_partition(rm_id, |p| {
+            p.outbox.allocation.rejected.push(si::RejectedAllocationAsk {
+                allocation_key: ask.allocation_key.clone(),
+                application_id: ask.application_id.clone(),
+                reason,
+            })
+        });
+    }
+
+    /// Runs `f` on some partition of the RM, to carry a rejection in its outbox.
+    fn with_any_partition(&mut self, rm_id: &str, f: impl FnOnce(&mut Partition)) {
+        if let Some(p) = self
+            .partitions
+            .values_mut()
+            .find(|p| p.rm_id.as_ref() == rm_id)
+        {
+            f(p);
+        }
+    }
+
+    fn application_request(&mut self, req: si::ApplicationRequest, now: u64) {
+        let rm_id = req.rm_id.clone();
+        for add in req.new {
+            match self.partition_mut(&rm_id, &add.partition_name) {
+                Some(p) => p.add_application(add, now),
+                None => {
+                    let reason = format!("partition {:?} does not exist", add.partition_name);
+                    self.with_any_partition(&rm_id, |p| {
+                        p.outbox.application.rejected.push(si::RejectedApplication {
+                            application_id: add.application_id.clone(),
+                            reason,
+                        })
+                    });
+                }
+            }
+        }
+        for remove in req.remove {
+            match self.partition_mut(&rm_id, &remove.partition_name) {
+                Some(p) => p.remove_application(&remove.application_id, now),
+                None => {
+                    let reason = format!("cannot remove application: partition {:?} does not exist", remove.partition_name);
+                    self.with_any_partition(&rm_id, |p| {
+                        p.outbox.application.rejected.push(si::RejectedApplication {
+                            application_id: remove.application_id.clone(),
+                            reason,
+                        })
+                    });
+                }
+            }
+        }
+    }
+
+    fn node_request(&mut self, rm_id: &str, nodes: Vec<PreparedNode>, now: u64) {
+        for node in nodes {
+            let named = node.info.attributes.get(si::NODE_PARTITION_ATTRIBUTE).cloned();
+            let target = match named {
+                Some(name) => qualify(rm_id, &name),
+                None => self
+                    .partitions
+                    .values()
+                    .find(|p| {
+                        p.rm_id.as_ref() == rm_id && p.node_by_id.contains_key(node.info.node_id.as_str())
+                    })
+                    .map(|p| p.name.to_string())
+                    .unwrap_or_else(|| qualify(rm_id, "default")),
+            };
+            match self.partitions.get_mut(target.as_str()) {
+                Some(p) => p.node_action(node, now),
+                None => {
+                    let reason = format!("node {}: partition {target} does not exist", node.info.node_id);
+                    self.with_any_partition(rm_id, |p| {
+                        p.outbox.node.rejected.push(si::RejectedNode {
+                            node_id: node.info.node_id.clone(),
+                            reason,
+                        })
+                    });
+                }
+            }
+        }
+    }
+
+    /// Schedules every partition; true when a budget ran out (more may fit).
+    fn schedule_guarded(&mut self) -> bool {
+        self.table.refresh(&self.names);
+        let now = self.now();
+        let budget = self.options.max_allocations_per_pass.max(1);
+        let delay = u64::try_from(self.options.reservation_delay.as_nanos()).unwrap_or(u64::MAX);
+        let mut more = false;
+        self.next_wake = None;
+        for p in self.partitions.values_mut() {
+            let predicates_cb = self
+                .rms
+                .get(&p.rm_id)
+                .filter(|rm| rm.predicates)
+                .map(|rm| rm.callback.clone());
+            let pred_fn = predicates_cb.as_ref().map(|cb| {
+                move |args: &si::PredicatesArgs| guarded(|| cb.predicates(args.clone())).is_ok()
+            });
+            let pred_ref: Option<&dyn Fn(&si::PredicatesArgs) -> bool> =
+                pred_fn.as_ref().map(|f| f as &dyn Fn(&si::PredicatesArgs) -> bool);
+            let mut ctx = PassContext::new(now, budget, delay, &self.table, pred_ref);
+            let result = catch_unwind(AssertUnwindSafe(|| p.schedule(&mut ctx)));
+            match result {
+                Ok(made) => more |= made >= budget,
+                Err(panic) => {
+                    tracing::error!(partition = %p.name, reason = %panic_message(panic.as_ref()), "scheduling pass panicked");
+                    p.parked_apps.clear();
+                    p.parked_queues.clear();
+                }
+            }
+            if let Some(w) = ctx.next_wake {
+                self.next_wake = Some(self.next_wake.map_or(w, |x| x.min(w)));
+            }
+        }
+        more
+    }
+
+    /// Hands every partition's results to its RM's dispatcher.
+    fn flush(&mut self) {
+        for p in self.partitions.values_mut() {
+            if p.outbox.is_empty() {
+                continue;
+            }
+            let out = std::mem::take(&mut p.outbox);
+            let Some(rm) = self.rms.get(&p.rm_id) else { continue };
+            send_outbox(&rm.dispatcher, out);
+        }
+    }
+
+    fn flush_rm(&mut self, rm_id: &str, rm: &RmEntry) {
+        for p in self.partitions.values_mut() {
+            if p.rm_id.as_ref() == rm_id && !p.outbox.is_empty() {
+                send_outbox(&rm.dispatcher, std::mem::take(&mut p.outbox));
+            }
+        }
+    }
+
+    fn answer_deferred(&mut self) {
+        if self.deferred.is_empty() {
+            return;
+        }
+        self.table.refresh(&self.names);
+        for d in std::mem::take(&mut self.deferred) {
+            match d {
+                Deferred::Settle(token) => {
+                    for rm in self.rms.values() {
+                        rm.dispatcher.send(Outgoing::Barrier(token.clone()));
+                    }
+                    drop(token);
+                }
+                Deferred::Snapshot(name, reply) => {
+                    let _ = reply.send(self.find_partition(&name).map(|p| p.snapshot(&self.table)));
+                }
+                Deferred::Partitions(reply) => {
+                    let _ = reply.send(self.partitions.keys().map(|k| k.to_string()).collect());
+                }
+            }
+        }
+    }
+
+    fn find_partition(&self, name: &str) -> Option<&Partition> {
+        if let Some(p) = self.partitions.get(name) {
+            return Some(p);
+        }
+        let mut matches = self.partitions.values().filter(|p| p.plain_name() == name);
+        let first = matches.next()?;
+        matches.next().is_none().then_some(first)
+    }
+}
+
+fn send_outbox(dispatcher: &Dispatcher, out: super::partition::Outbox) {
+    if !out.node.accepted.is_empty() || !out.node.rejected.is_empty() {
+        dispatcher.send(Outgoing::Node(out.node));
+    }
+    let app = &out.application;
+    if !app.accepted.is_empty() || !app.rejected.is_empty() || !app.updated.is_empty() {
+        dispatcher.send(Outgoing::Application(out.application));
+    }
+    let a = &out.allocation;
+    if !(a.new.is_empty()
+        && a.released.is_empty()
+        && a.released_asks.is_empty()
+        && a.rejected.is_empty()
+        && a.rejected_allocations.is_empty())
+    {
+        dispatcher.send(Outgoing::Allocation(out.allocation));
+    }
+    for s in out.states {
+        dispatcher.send(Outgoing::State(s));
+    }
+    if !out.events.is_empty() {
+        dispatcher.send(Outgoing::Events(out.events));
+    }
+}

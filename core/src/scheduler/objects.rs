@@ -1,0 +1,387 @@
+//! The scheduling objects: queues, applications, asks, allocations and nodes,
+//! with the sort keys that order them. Plain data, owned by a `Partition`;
+//! cross references are arena indices, never pointers or locks.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+
+use crate::resources::Resource;
+
+/// Index of a queue in its partition's queue arena.
+pub type QueueId = usize;
+/// Index of an application in its partition's arena.
+pub type AppId = usize;
+/// Index of an ask in its partition's arena.
+pub type AskId = usize;
+/// Index of an allocation in its partition's arena.
+pub type AllocId = usize;
+/// Index of a node in its partition's arena.
+pub type NodeId = usize;
+
+/// How a leaf orders its applications.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AppSortPolicy {
+    /// By submission time (oldest first).
+    #[default]
+    Fifo,
+    /// By dominant share of usage against the queue's guarantee (smallest first).
+    Fair,
+}
+
+/// Whether a queue takes new applications.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueueState {
+    /// Takes new applications.
+    Active,
+    /// Removed from the configuration: running applications go on, no new ones.
+    Draining,
+}
+
+/// Order of a queue among its siblings: smallest dominant share first, then
+/// highest priority, then largest pending share, then creation order.
+pub type QueueKey = (u64, Reverse<i32>, Reverse<u64>, QueueId);
+
+/// Order of an application in its leaf: priority first (when enabled), then the
+/// policy's key (submission sequence for fifo, dominant share for fair), then
+/// submission sequence.
+pub type AppKey = (Reverse<i32>, u64, u64, AppId);
+
+/// Order of an ask in its application: highest priority first, then oldest.
+pub type AskKey = (Reverse<i32>, u64, AskId);
+
+/// Order of a node in the partition's node index: weighted usage in fixed point.
+pub type NodeKey = (u64, NodeId);
+
+/// A queue in the hierarchy.
+#[derive(Debug)]
+pub struct Queue {
+    /// Full path, e.g. `root.a`.
+    pub path: Arc<str>,
+    /// Parent queue (none for root).
+    pub parent: Option<QueueId>,
+    /// Child queues, in creation order.
+    pub children: Vec<QueueId>,
+    /// True for a parent queue (never holds applications).
+    pub is_parent: bool,
+    /// Created by placement rather than configuration.
+    pub dynamic: bool,
+    /// Active or draining.
+    pub state: QueueState,
+    /// Guaranteed resources (0 = none).
+    pub guaranteed: Resource,
+    /// Maximum (unlimited types are `i64::MAX`).
+    pub max: Resource,
+    /// True when some type of `max` is limited.
+    pub has_max: bool,
+    /// Application limit (0 = none).
+    pub max_applications: u64,
+    /// Applications below this queue that count against maxapplications.
+    pub running_apps: u64,
+    /// Effective properties after inheritance.
+    pub properties: BTreeMap<String, String>,
+    /// Leaf: how applications are ordered.
+    pub app_sort: AppSortPolicy,
+    /// Leaf: whether application priority orders first.
+    pub sort_priority: bool,
+    /// Submit ACL text as configured.
+    pub submit_acl: Option<String>,
+    /// Admin ACL text as configured.
+    pub admin_acl: Option<String>,
+    /// Allocated below this queue.
+    pub allocated: Resource,
+    /// Pending below this queue.
+    pub pending: Resource,
+    /// Parent: children with pending demand, in sort order.
+    pub child_order: BTreeSet<QueueKey>,
+    /// Leaf: applications with pending demand, in sort order.
+    pub app_order: BTreeSet<AppKey>,
+    /// Leaf: every application placed here.
+    pub apps: BTreeSet<AppId>,
+    /// The key under which this queue sits in its parent's `child_order`.
+    pub key_in_parent: Option<QueueKey>,
+    /// Scheduling pass in which this queue was found unable to allocate.
+    pub blocked_in_pass: u64,
+}
+
+impl Queue {
+    /// A queue with no resources configured.
+    pub fn new(path: Arc<str>, parent: Option<QueueId>, is_parent: bool) -> Self {
+        Self {
+            path,
+            parent,
+            children: Vec::new(),
+            is_parent,
+            dynamic: false,
+            state: QueueState::Active,
+            guaranteed: Resource::ZERO,
+            max: Resource::UNLIMITED,
+            has_max: false,
+            max_applications: 0,
+            running_apps: 0,
+            properties: BTreeMap::new(),
+            app_sort: AppSortPolicy::Fifo,
+            sort_priority: true,
+            submit_acl: None,
+            admin_acl: None,
+            allocated: Resource::ZERO,
+            pending: Resource::ZERO,
+            child_order: BTreeSet::new(),
+            app_order: BTreeSet::new(),
+            apps: BTreeSet::new(),
+            key_in_parent: None,
+            blocked_in_pass: 0,
+        }
+    }
+
+    /// The base against which this queue's usage share is computed: the
+    /// guarantee, or the max where nothing is guaranteed.
+    pub fn share_base(&self) -> Resource {
+        if self.guaranteed.is_zero() {
+            self.max
+        } else {
+            self.guaranteed
+        }
+    }
+
+}
+
+/// Application states, as YuniKorn names them. Failing, Failed, Resuming and
+/// Expired are entered by gang scheduling and retention, which build on this.
+#[allow(dead_code)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AppState {
+    /// Added, no ask yet.
+    New,
+    /// Has asks, nothing allocated yet.
+    Accepted,
+    /// Has (had) allocations.
+    Running,
+    /// Nothing pending or allocated; completes after a grace period.
+    Completing,
+    /// Done.
+    Completed,
+    /// Refused at submission.
+    Rejected,
+    /// Gang (hard style) placeholders timed out; failing.
+    Failing,
+    /// Failed.
+    Failed,
+    /// Gang (soft style) placeholders timed out; going back to normal scheduling.
+    Resuming,
+    /// Removed after the retention period.
+    Expired,
+}
+
+impl AppState {
+    /// The state name on the wire and in snapshots.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AppState::New => "New",
+            AppState::Accepted => "Accepted",
+            AppState::Running => "Running",
+            AppState::Completing => "Completing",
+            AppState::Completed => "Completed",
+            AppState::Rejected => "Rejected",
+            AppState::Failing => "Failing",
+            AppState::Failed => "Failed",
+            AppState::Resuming => "Resuming",
+            AppState::Expired => "Expired",
+        }
+    }
+
+    /// Whether the state machine allows going from `self` to `to`.
+    pub fn can_move_to(self, to: AppState) -> bool {
+        use AppState::*;
+        matches!(
+            (self, to),
+            (New, Accepted)
+                | (New, Rejected)
+                | (New, Running)
+                | (New, Failing)
+                | (Accepted, Running)
+                | (Accepted, Completing)
+                | (Accepted, Failing)
+                | (Accepted, Resuming)
+                | (Running, Completing)
+                | (Running, Failing)
+                | (Completing, Running)
+                | (Completing, Completed)
+                | (Completing, Failing)
+                | (Resuming, Accepted)
+                | (Resuming, Running)
+                | (Failing, Failed)
+                | (Completed, Expired)
+                | (Failed, Expired)
+                | (Rejected, Expired)
+        )
+    }
+
+    /// True while the application counts against maxapplications.
+    pub fn is_running(self) -> bool {
+        matches!(
+            self,
+            AppState::Running | AppState::Completing | AppState::Failing
+        )
+    }
+}
+
+/// An application.
+#[derive(Debug)]
+pub struct App {
+    /// Application id.
+    pub id: Arc<str>,
+    /// Leaf queue.
+    pub queue: QueueId,
+    /// Owner.
+    pub user: String,
+    /// Owner's groups.
+    pub groups: Vec<String>,
+    /// Tags given at submission.
+    #[allow(dead_code)] // read by placement and gang scheduling
+    pub tags: BTreeMap<String, String>,
+    /// Current state.
+    pub state: AppState,
+    /// Clock time of the last transition.
+    pub state_since: u64,
+    /// Clock time of submission.
+    pub submission_time: u64,
+    /// Submission order within the partition.
+    pub seq: u64,
+    /// Allocated to this application.
+    pub allocated: Resource,
+    /// Pending for this application.
+    pub pending: Resource,
+    /// Every ask by key, including fully allocated ones still holding allocations.
+    pub asks: HashMap<Arc<str>, AskId>,
+    /// Asks with allocations still wanted, in order.
+    pub pending_order: BTreeSet<AskKey>,
+    /// Allocations by allocation key.
+    pub allocations: HashMap<Arc<str>, Vec<AllocId>>,
+    /// Number of allocations.
+    pub allocation_count: usize,
+    /// The key under which the app sits in its queue's `app_order`.
+    pub key_in_queue: Option<AppKey>,
+    /// Scheduling pass in which the app was found unable to allocate.
+    pub blocked_in_pass: u64,
+    /// Scheduling pass the cursor belongs to.
+    pub cursor_pass: u64,
+    /// Asks up to and including this key failed in `cursor_pass`.
+    pub cursor: Option<AskKey>,
+    /// Whether it counts in its queues' `running_apps`.
+    pub counted_running: bool,
+}
+
+impl App {
+    /// Highest priority among pending asks (0 when none).
+    pub fn priority(&self) -> i32 {
+        self.pending_order.first().map_or(0, |k| k.0.0)
+    }
+}
+
+/// An ask: a request for one or more allocations of the same size.
+#[derive(Debug)]
+pub struct Ask {
+    /// Allocation key.
+    pub key: Arc<str>,
+    /// Owning application.
+    pub app: AppId,
+    /// Size of one allocation.
+    pub resource: Resource,
+    /// Allocations still wanted.
+    pub pending: u32,
+    /// Allocations made so far (numbering allocation ids).
+    pub allocated_total: u32,
+    /// Allocations of this ask that still exist.
+    pub live_allocations: u32,
+    /// Priority.
+    pub priority: i32,
+    /// Arrival order within the partition.
+    pub seq: u64,
+    /// Clock time of arrival.
+    pub created: u64,
+    /// Tags from the RM.
+    pub tags: BTreeMap<String, String>,
+    /// Gang task group.
+    pub task_group: String,
+    /// Gang placeholder.
+    pub placeholder: bool,
+    /// Application originator.
+    pub originator: bool,
+    /// May be preempted for asks of its own app.
+    pub allow_preempt_self: bool,
+    /// May trigger preemption.
+    pub allow_preempt_other: bool,
+    /// Node reserved for this ask.
+    pub reserved_node: Option<NodeId>,
+    /// Last scheduling state reported to the RM (si enum value, 0 = none).
+    pub reported_state: i32,
+}
+
+impl Ask {
+    /// The ask's key in its application's `pending_order`.
+    pub fn order_key(&self, id: AskId) -> AskKey {
+        (Reverse(self.priority), self.seq, id)
+    }
+}
+
+/// An allocation of one ask on one node. Task group, originator, tags and
+/// creation time are what preemption and gang scheduling choose victims by.
+#[allow(dead_code)]
+#[derive(Debug)]
+pub struct Allocation {
+    /// Allocation key (the ask's).
+    pub key: Arc<str>,
+    /// Unique allocation id.
+    pub id: Arc<str>,
+    /// Application.
+    pub app: AppId,
+    /// Node.
+    pub node: NodeId,
+    /// Resources held.
+    pub resource: Resource,
+    /// Priority of the ask.
+    pub priority: i32,
+    /// Gang placeholder.
+    pub placeholder: bool,
+    /// Gang task group.
+    pub task_group: String,
+    /// Originator.
+    pub originator: bool,
+    /// Tags copied from the ask.
+    pub tags: BTreeMap<String, String>,
+    /// Clock time it was made or recovered.
+    pub created: u64,
+}
+
+/// A node.
+#[derive(Debug)]
+pub struct Node {
+    /// Node id.
+    pub id: Arc<str>,
+    /// Attributes reported by the RM.
+    pub attributes: BTreeMap<String, String>,
+    /// Schedulable capacity.
+    pub capacity: Resource,
+    /// Used by others.
+    pub occupied: Resource,
+    /// Allocated by this scheduler.
+    pub allocated: Resource,
+    /// capacity - occupied - allocated.
+    pub available: Resource,
+    /// False while draining.
+    pub schedulable: bool,
+    /// Allocations on the node.
+    pub allocations: BTreeSet<AllocId>,
+    /// Ask holding a reservation on the node.
+    pub reserved_by: Option<AskId>,
+    /// The key under which the node sits in the node index, when it does.
+    pub key_in_index: Option<NodeKey>,
+}
+
+impl Node {
+    /// Recomputes `available` after a change of capacity, occupied or allocated.
+    pub fn refresh_available(&mut self) {
+        self.available = self.capacity.minus(&self.occupied).minus(&self.allocated);
+    }
+}

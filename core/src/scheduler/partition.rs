@@ -1,0 +1,769 @@
+//! A partition: the arenas of queues, applications, asks, allocations and nodes,
+//! the node index, and the bookkeeping that keeps usage totals and sort orders
+//! up to date incrementally.
+//!
+//! Owned by the scheduling thread (see `engine.rs`); nothing here is shared or
+//! locked. Every change of usage goes through `add_usage`/`remove_usage` and every
+//! change of an ordering key through the `rekey_*` functions, so totals and sort
+//! orders never need a rescan.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap, VecDeque};
+use std::sync::Arc;
+
+use slab::Slab;
+use unisched_si as si;
+
+use super::objects::*;
+use crate::config::{NodeSortKind, PartitionConfig, QueueConfig};
+use crate::resources::{NameTable, Resource, ResourceNames, SHARE_SCALE};
+
+/// Index of the root queue.
+pub const ROOT: QueueId = 0;
+
+/// How many completed applications a partition remembers for readers.
+const COMPLETED_APPS_KEPT: usize = 10_000;
+
+/// Everything a partition produced for its RM since the last flush.
+#[derive(Debug, Default)]
+pub struct Outbox {
+    /// Allocation results.
+    pub allocation: si::AllocationResponse,
+    /// Application results.
+    pub application: si::ApplicationResponse,
+    /// Node results.
+    pub node: si::NodeResponse,
+    /// Events.
+    pub events: Vec<si::EventRecord>,
+    /// Container scheduling states.
+    pub states: Vec<si::UpdateContainerSchedulingStateRequest>,
+}
+
+impl Outbox {
+    /// True when nothing is waiting.
+    pub fn is_empty(&self) -> bool {
+        let a = &self.allocation;
+        a.new.is_empty()
+            && a.released.is_empty()
+            && a.released_asks.is_empty()
+            && a.rejected.is_empty()
+            && a.rejected_allocations.is_empty()
+            && self.application.accepted.is_empty()
+            && self.application.rejected.is_empty()
+            && self.application.updated.is_empty()
+            && self.node.accepted.is_empty()
+            && self.node.rejected.is_empty()
+            && self.events.is_empty()
+            && self.states.is_empty()
+    }
+
+    /// Records an event.
+    pub fn event(
+        &mut self,
+        now: u64,
+        kind: si::event_record::Type,
+        object: &str,
+        reference: &str,
+        change: si::event_record::ChangeType,
+        detail: si::event_record::ChangeDetail,
+        message: String,
+    ) {
+        self.events.push(si::EventRecord {
+            r#type: kind as i32,
+            object_id: object.to_string(),
+            message,
+            timestamp_nano: i64::try_from(now).unwrap_or(i64::MAX),
+            event_change_type: change as i32,
+            event_change_detail: detail as i32,
+            reference_id: reference.to_string(),
+            resource: None,
+        });
+    }
+}
+
+/// A finished application kept for readers after it left its queue.
+#[derive(Debug, Clone)]
+pub struct CompletedApp {
+    /// Application id.
+    pub id: Arc<str>,
+    /// Queue path it ran in.
+    pub queue: Arc<str>,
+    /// Owner.
+    pub user: String,
+    /// Final state.
+    pub state: AppState,
+    /// Submission time.
+    pub submission_time: u64,
+}
+
+/// One partition of one RM.
+#[derive(Debug)]
+pub struct Partition {
+    /// Qualified name `[rmID]name`.
+    pub name: Arc<str>,
+    /// Owning RM.
+    pub rm_id: Arc<str>,
+    /// Queue arena; `ROOT` is the root. Removed dynamic queues leave a tombstone.
+    pub queues: Vec<Queue>,
+    /// Queue by full path.
+    pub queue_by_path: HashMap<Arc<str>, QueueId>,
+    /// Applications.
+    pub apps: Slab<App>,
+    /// Application by id.
+    pub app_by_id: HashMap<Arc<str>, AppId>,
+    /// Applications that left their queue, newest last.
+    pub completed_apps: VecDeque<CompletedApp>,
+    /// Asks.
+    pub asks: Slab<Ask>,
+    /// Allocations.
+    pub allocs: Slab<Allocation>,
+    /// Allocation by id.
+    pub alloc_by_id: HashMap<Arc<str>, AllocId>,
+    /// Nodes.
+    pub nodes: Slab<Node>,
+    /// Node by id.
+    pub node_by_id: HashMap<Arc<str>, NodeId>,
+    /// Schedulable nodes by usage score.
+    pub node_index: BTreeSet<NodeKey>,
+    /// Fair (least used first) or binpacking (most used first).
+    pub node_sort: NodeSortKind,
+    /// Node score weights: (resource index, weight in 1/1000).
+    pub node_weights: Vec<(usize, u64)>,
+    /// Sum of node capacities.
+    pub total_capacity: Resource,
+    /// The configuration in force.
+    pub config: PartitionConfig,
+    /// Asks holding a reservation.
+    pub reserved_asks: BTreeSet<AskId>,
+    /// Completing applications waiting for their grace period: (deadline, app).
+    pub completing_timers: BinaryHeap<Reverse<(u64, AppId)>>,
+    /// Sequence for submission and arrival order.
+    pub next_seq: u64,
+    /// Number of the current (or last) scheduling pass.
+    pub pass: u64,
+    /// Results waiting to be sent.
+    pub outbox: Outbox,
+    /// Queues parked (taken out of their parent's order) in the current pass.
+    pub parked_queues: Vec<QueueId>,
+    /// Applications parked in the current pass.
+    pub parked_apps: Vec<AppId>,
+    /// Grace period of a Completing application, in nanoseconds.
+    pub completing_timeout: u64,
+    /// The scheduler's resource names.
+    pub names: Arc<ResourceNames>,
+}
+
+/// Why a configuration could not be turned into queues.
+pub type BuildError = String;
+
+impl Partition {
+    /// A partition built from its configuration.
+    pub fn new(
+        name: Arc<str>,
+        rm_id: Arc<str>,
+        config: PartitionConfig,
+        names: Arc<ResourceNames>,
+    ) -> Result<Self, BuildError> {
+        let mut partition = Self {
+            name,
+            rm_id,
+            queues: Vec::new(),
+            queue_by_path: HashMap::new(),
+            apps: Slab::new(),
+            app_by_id: HashMap::new(),
+            completed_apps: VecDeque::new(),
+            asks: Slab::new(),
+            allocs: Slab::new(),
+            alloc_by_id: HashMap::new(),
+            nodes: Slab::new(),
+            node_by_id: HashMap::new(),
+            node_index: BTreeSet::new(),
+            node_sort: NodeSortKind::Fair,
+            node_weights: Vec::new(),
+            total_capacity: Resource::ZERO,
+            config: config.clone(),
+            reserved_asks: BTreeSet::new(),
+            completing_timers: BinaryHeap::new(),
+            next_seq: 0,
+            pass: 0,
+            outbox: Outbox::default(),
+            parked_queues: Vec::new(),
+            parked_apps: Vec::new(),
+            completing_timeout: 30_000_000_000,
+            names,
+        };
+        partition.apply_config(config, 0)?;
+        Ok(partition)
+    }
+
+    /// Applies a (new) configuration: updates queues in place, creates new ones,
+    /// and marks configured queues that disappeared as draining. Usage is kept.
+    pub fn apply_config(&mut self, config: PartitionConfig, now: u64) -> Result<(), BuildError> {
+        // Convert everything first so a bad value changes nothing.
+        let names = self.names.clone();
+        let names = names.as_ref();
+        let mut plan = Vec::new();
+        plan_queue(&config.root, None, &BTreeMap::new(), names, &mut plan)?;
+        let weights = node_weights(&config, names)?;
+
+        let mut seen = BTreeSet::new();
+        for planned in plan {
+            let id = match self.queue_by_path.get(planned.path.as_str()) {
+                Some(&id) => id,
+                None => {
+                    let parent = planned
+                        .parent_path
+                        .as_deref()
+                        .and_then(|p| self.queue_by_path.get(p).copied());
+                    let id = self.create_queue(&planned.path, parent, planned.is_parent);
+                    self.outbox.event(
+                        now,
+                        si::event_record::Type::Queue,
+                        &planned.path,
+                        "",
+                        si::event_record::ChangeType::Add,
+                        si::event_record::ChangeDetail::QueueConfig,
+                        "queue created from configuration".to_string(),
+                    );
+                    id
+                }
+            };
+            seen.insert(id);
+            let q = &mut self.queues[id];
+            q.is_parent = planned.is_parent || !q.children.is_empty();
+            q.dynamic = false;
+            q.state = QueueState::Active;
+            q.guaranteed = planned.guaranteed;
+            q.max = planned.max;
+            q.has_max = planned.max != Resource::UNLIMITED;
+            q.max_applications = planned.max_applications;
+            q.app_sort = planned.app_sort;
+            q.sort_priority = planned.sort_priority;
+            q.properties = planned.properties;
+            q.submit_acl = planned.submit_acl;
+            q.admin_acl = planned.admin_acl;
+        }
+        for id in 0..self.queues.len() {
+            let q = &self.queues[id];
+            if !seen.contains(&id) && !q.dynamic && q.state == QueueState::Active {
+                let path = q.path.clone();
+                self.queues[id].state = QueueState::Draining;
+                self.outbox.event(
+                    now,
+                    si::event_record::Type::Queue,
+                    &path,
+                    "",
+                    si::event_record::ChangeType::Set,
+                    si::event_record::ChangeDetail::QueueConfig,
+                    "queue removed from configuration: draining".to_string(),
+                );
+            }
+        }
+        self.node_sort = config.node_sort_policy.kind;
+        self.node_weights = weights;
+        self.config = config;
+        // Shares and sort policies may have changed: re-key everything.
+        let node_ids: Vec<NodeId> = self.nodes.iter().map(|(id, _)| id).collect();
+        for n in node_ids {
+            self.rekey_node(n);
+        }
+        let app_ids: Vec<AppId> = self.apps.iter().map(|(id, _)| id).collect();
+        for a in app_ids {
+            self.rekey_app(a);
+        }
+        Ok(())
+    }
+
+    /// Adds a queue under `parent` (none only for the root).
+    pub fn create_queue(&mut self, path: &str, parent: Option<QueueId>, is_parent: bool) -> QueueId {
+        let id = self.queues.len();
+        let path: Arc<str> = Arc::from(path);
+        self.queues.push(Queue::new(path.clone(), parent, is_parent));
+        self.queue_by_path.insert(path, id);
+        if let Some(p) = parent {
+            self.queues[p].children.push(id);
+            self.queues[p].is_parent = true;
+        }
+        id
+    }
+
+    /// Allocates a sequence number.
+    pub fn seq(&mut self) -> u64 {
+        self.next_seq += 1;
+        self.next_seq
+    }
+
+    // ---- usage accounting ------------------------------------------------
+
+    /// Adds `res` to the pending totals of an application and its queues.
+    pub fn add_pending(&mut self, app: AppId, res: &Resource) {
+        self.apps[app].pending.add_assign(res);
+        let mut q = Some(self.apps[app].queue);
+        while let Some(id) = q {
+            self.queues[id].pending.add_assign(res);
+            q = self.queues[id].parent;
+        }
+    }
+
+    /// Removes `res` from the pending totals of an application and its queues.
+    pub fn remove_pending(&mut self, app: AppId, res: &Resource) {
+        self.apps[app].pending.sub_assign(res);
+        let mut q = Some(self.apps[app].queue);
+        while let Some(id) = q {
+            self.queues[id].pending.sub_assign(res);
+            q = self.queues[id].parent;
+        }
+    }
+
+    /// Adds `res` to the allocated totals of an application, its queues and a node.
+    pub fn add_usage(&mut self, app: AppId, node: NodeId, res: &Resource) {
+        self.apps[app].allocated.add_assign(res);
+        let mut q = Some(self.apps[app].queue);
+        while let Some(id) = q {
+            self.queues[id].allocated.add_assign(res);
+            q = self.queues[id].parent;
+        }
+        let n = &mut self.nodes[node];
+        n.allocated.add_assign(res);
+        n.refresh_available();
+        self.rekey_node(node);
+    }
+
+    /// Removes `res` from the allocated totals of an application, its queues and a node.
+    pub fn remove_usage(&mut self, app: AppId, node: NodeId, res: &Resource) {
+        self.apps[app].allocated.sub_assign(res);
+        let mut q = Some(self.apps[app].queue);
+        while let Some(id) = q {
+            self.queues[id].allocated.sub_assign(res);
+            q = self.queues[id].parent;
+        }
+        let n = &mut self.nodes[node];
+        n.allocated.sub_assign(res);
+        n.refresh_available();
+        self.rekey_node(node);
+    }
+
+    /// Adds one to the running application count of a queue and its ancestors.
+    pub fn count_running(&mut self, app: AppId, running: bool) {
+        if self.apps[app].counted_running == running {
+            return;
+        }
+        self.apps[app].counted_running = running;
+        let mut q = Some(self.apps[app].queue);
+        while let Some(id) = q {
+            let c = &mut self.queues[id].running_apps;
+            *c = if running { *c + 1 } else { c.saturating_sub(1) };
+            q = self.queues[id].parent;
+        }
+    }
+
+    /// True when `res` more fits under the max of the leaf and every ancestor.
+    #[inline]
+    pub fn fits_headroom(&self, leaf: QueueId, res: &Resource) -> bool {
+        let mut q = Some(leaf);
+        while let Some(id) = q {
+            let queue = &self.queues[id];
+            if queue.has_max && !queue.allocated.plus(res).fits_in(&queue.max) {
+                return false;
+            }
+            q = queue.parent;
+        }
+        true
+    }
+
+    /// True when another application may start running under `leaf`.
+    pub fn can_start_app(&self, leaf: QueueId) -> bool {
+        let mut q = Some(leaf);
+        while let Some(id) = q {
+            let queue = &self.queues[id];
+            if queue.max_applications > 0 && queue.running_apps >= queue.max_applications {
+                return false;
+            }
+            q = queue.parent;
+        }
+        true
+    }
+
+    // ---- ordering keys ---------------------------------------------------
+
+    fn node_score(&self, node: &Node) -> u64 {
+        let mut score: u64 = 0;
+        let mut weight_sum: u64 = 0;
+        for &(i, w) in &self.node_weights {
+            let cap = node.capacity.get(i);
+            if cap <= 0 {
+                continue;
+            }
+            let used = (node.allocated.get(i).saturating_add(node.occupied.get(i))).max(0);
+            let share = ((used as u128) * u128::from(SHARE_SCALE) / (cap as u128)).min(u128::from(u64::MAX));
+            score = score.saturating_add((share as u64 / 1000).saturating_mul(w));
+            weight_sum += w;
+        }
+        if weight_sum == 0 { 0 } else { score / weight_sum }
+    }
+
+    /// Puts a node at its place in the node index (or out of it when it cannot
+    /// take allocations).
+    pub fn rekey_node(&mut self, node: NodeId) {
+        let n = &self.nodes[node];
+        let new_key = n.schedulable.then(|| (self.node_score(n), node));
+        let old_key = n.key_in_index;
+        if old_key == new_key {
+            return;
+        }
+        if let Some(k) = old_key {
+            self.node_index.remove(&k);
+        }
+        if let Some(k) = new_key {
+            self.node_index.insert(k);
+        }
+        self.nodes[node].key_in_index = new_key;
+    }
+
+    fn app_key(&self, app: AppId) -> Option<AppKey> {
+        let a = &self.apps[app];
+        if a.pending_order.is_empty() || !a.state_allows_scheduling() {
+            return None;
+        }
+        let q = &self.queues[a.queue];
+        let priority = if q.sort_priority { a.priority() } else { 0 };
+        let policy_key = match q.app_sort {
+            AppSortPolicy::Fifo => a.seq,
+            AppSortPolicy::Fair => a.allocated.dominant_share(&q.share_base()),
+        };
+        Some((Reverse(priority), policy_key, a.seq, app))
+    }
+
+    /// Puts an application at its place in its queue's order, then re-keys the
+    /// queues above it.
+    pub fn rekey_app(&mut self, app: AppId) {
+        let new_key = self.app_key(app);
+        let a = &self.apps[app];
+        let leaf = a.queue;
+        let parked = a.blocked_in_pass == self.pass && self.pass != 0;
+        if let Some(k) = a.key_in_queue {
+            self.queues[leaf].app_order.remove(&k);
+        }
+        if let (Some(k), false) = (new_key, parked) {
+            self.queues[leaf].app_order.insert(k);
+        }
+        self.apps[app].key_in_queue = if parked { None } else { new_key };
+        self.rekey_queue_chain(leaf);
+    }
+
+    fn queue_priority(&self, id: QueueId) -> i32 {
+        let q = &self.queues[id];
+        if q.is_parent {
+            q.child_order.iter().map(|k| k.1.0).max().unwrap_or(0)
+        } else if q.sort_priority {
+            q.app_order.first().map_or(0, |k| k.0.0)
+        } else {
+            q.app_order
+                .iter()
+                .map(|k| self.apps[k.3].priority())
+                .max()
+                .unwrap_or(0)
+        }
+    }
+
+    fn queue_key(&self, id: QueueId) -> Option<QueueKey> {
+        let q = &self.queues[id];
+        let has_work = if q.is_parent { !q.child_order.is_empty() } else { !q.app_order.is_empty() };
+        if !has_work {
+            return None;
+        }
+        let base = q.share_base();
+        Some((
+            q.allocated.dominant_share(&base),
+            Reverse(self.queue_priority(id)),
+            Reverse(q.pending.dominant_share(&base)),
+            id,
+        ))
+    }
+
+    /// Re-keys `id` and every ancestor in their parents' orders.
+    pub fn rekey_queue_chain(&mut self, id: QueueId) {
+        let mut cur = id;
+        while let Some(parent) = self.queues[cur].parent {
+            let new_key = self.queue_key(cur);
+            let q = &self.queues[cur];
+            let parked = q.blocked_in_pass == self.pass && self.pass != 0;
+            if let Some(k) = q.key_in_parent {
+                self.queues[parent].child_order.remove(&k);
+            }
+            if let (Some(k), false) = (new_key, parked) {
+                self.queues[parent].child_order.insert(k);
+            }
+            self.queues[cur].key_in_parent = if parked { None } else { new_key };
+            cur = parent;
+        }
+    }
+
+    /// Puts every queue and application parked in this pass back in order.
+    pub fn unpark_all(&mut self) {
+        let pass = self.pass;
+        // Forget the pass first so re-keying inserts them again.
+        for &a in &self.parked_apps {
+            if self.apps.contains(a) && self.apps[a].blocked_in_pass == pass {
+                self.apps[a].blocked_in_pass = 0;
+            }
+        }
+        for &q in &self.parked_queues {
+            if self.queues[q].blocked_in_pass == pass {
+                self.queues[q].blocked_in_pass = 0;
+            }
+        }
+        let apps = std::mem::take(&mut self.parked_apps);
+        for a in apps {
+            if self.apps.contains(a) {
+                self.rekey_app(a);
+            }
+        }
+        let queues = std::mem::take(&mut self.parked_queues);
+        for q in queues {
+            self.rekey_queue_chain(q);
+        }
+    }
+
+    // ---- readers ---------------------------------------------------------
+
+    /// Builds the immutable view of this partition.
+    pub fn snapshot(&self, names: &NameTable) -> crate::snapshot::PartitionSnapshot {
+        use crate::snapshot::*;
+        let map = |r: &Resource| names.to_map(r);
+        let mut queues: Vec<QueueSnapshot> = self
+            .queue_by_path
+            .values()
+            .map(|&id| {
+                let q = &self.queues[id];
+                QueueSnapshot {
+                    path: q.path.to_string(),
+                    parent: q.is_parent,
+                    state: match q.state {
+                        QueueState::Active => "Active",
+                        QueueState::Draining => "Draining",
+                    }
+                    .to_string(),
+                    dynamic: q.dynamic,
+                    guaranteed: map(&q.guaranteed),
+                    max: map(&q.max),
+                    allocated: map(&q.allocated),
+                    pending: map(&q.pending),
+                    max_applications: q.max_applications,
+                    running_applications: q.running_apps,
+                    properties: q.properties.clone(),
+                }
+            })
+            .collect();
+        queues.sort_by(|a, b| a.path.cmp(&b.path));
+        let mut applications: Vec<ApplicationSnapshot> = self
+            .apps
+            .iter()
+            .map(|(_, a)| {
+                let mut pending_asks: Vec<AskSnapshot> = a
+                    .pending_order
+                    .iter()
+                    .map(|k| {
+                        let ask = &self.asks[k.2];
+                        AskSnapshot {
+                            allocation_key: ask.key.to_string(),
+                            resource: map(&ask.resource),
+                            pending_allocations: ask.pending,
+                            priority: ask.priority,
+                            reserved_node: ask.reserved_node.map(|n| self.nodes[n].id.to_string()),
+                        }
+                    })
+                    .collect();
+                pending_asks.sort_by(|x, y| x.allocation_key.cmp(&y.allocation_key));
+                ApplicationSnapshot {
+                    id: a.id.to_string(),
+                    queue: self.queues[a.queue].path.to_string(),
+                    user: a.user.clone(),
+                    groups: a.groups.clone(),
+                    state: a.state.as_str().to_string(),
+                    allocated: map(&a.allocated),
+                    pending: map(&a.pending),
+                    pending_asks,
+                    allocation_count: a.allocation_count,
+                    submission_time: a.submission_time,
+                }
+            })
+            .collect();
+        for c in &self.completed_apps {
+            if !self.app_by_id.contains_key(&c.id) {
+                applications.push(ApplicationSnapshot {
+                    id: c.id.to_string(),
+                    queue: c.queue.to_string(),
+                    user: c.user.clone(),
+                    state: c.state.as_str().to_string(),
+                    submission_time: c.submission_time,
+                    ..Default::default()
+                });
+            }
+        }
+        applications.sort_by(|a, b| a.id.cmp(&b.id));
+        let mut nodes: Vec<NodeSnapshot> = self
+            .nodes
+            .iter()
+            .map(|(_, n)| NodeSnapshot {
+                id: n.id.to_string(),
+                schedulable: n.schedulable,
+                capacity: map(&n.capacity),
+                occupied: map(&n.occupied),
+                allocated: map(&n.allocated),
+                available: map(&n.available),
+                allocation_count: n.allocations.len(),
+                reserved_by: n.reserved_by.map(|a| self.asks[a].key.to_string()),
+                attributes: n.attributes.clone(),
+            })
+            .collect();
+        nodes.sort_by(|a, b| a.id.cmp(&b.id));
+        let mut allocations: Vec<AllocationSnapshot> = self
+            .allocs
+            .iter()
+            .map(|(_, al)| AllocationSnapshot {
+                allocation_key: al.key.to_string(),
+                allocation_id: al.id.to_string(),
+                application_id: self.apps[al.app].id.to_string(),
+                queue: self.queues[self.apps[al.app].queue].path.to_string(),
+                node_id: self.nodes[al.node].id.to_string(),
+                resource: map(&al.resource),
+                placeholder: al.placeholder,
+                priority: al.priority,
+            })
+            .collect();
+        allocations.sort_by(|a, b| a.allocation_id.cmp(&b.allocation_id));
+        let plain = self.name.rsplit(']').next().unwrap_or(&self.name);
+        PartitionSnapshot {
+            name: plain.to_string(),
+            rm_id: self.rm_id.to_string(),
+            node_sort_policy: match self.node_sort {
+                NodeSortKind::Fair => "fair",
+                NodeSortKind::Binpacking => "binpacking",
+            }
+            .to_string(),
+            total_capacity: map(&self.total_capacity),
+            queues,
+            applications,
+            nodes,
+            allocations,
+        }
+    }
+
+    /// Remembers a finished application for readers.
+    pub fn remember_completed(&mut self, app: &App) {
+        self.completed_apps.push_back(CompletedApp {
+            id: app.id.clone(),
+            queue: self.queues[app.queue].path.clone(),
+            user: app.user.clone(),
+            state: app.state,
+            submission_time: app.submission_time,
+        });
+        while self.completed_apps.len() > COMPLETED_APPS_KEPT {
+            self.completed_apps.pop_front();
+        }
+    }
+}
+
+impl App {
+    /// Whether asks of this application may be scheduled in its current state.
+    pub fn state_allows_scheduling(&self) -> bool {
+        !matches!(
+            self.state,
+            AppState::Completed
+                | AppState::Rejected
+                | AppState::Failing
+                | AppState::Failed
+                | AppState::Expired
+        )
+    }
+}
+
+/// A queue of the configuration, resolved to dense resources and effective properties.
+struct PlannedQueue {
+    path: String,
+    parent_path: Option<String>,
+    is_parent: bool,
+    guaranteed: Resource,
+    max: Resource,
+    max_applications: u64,
+    properties: BTreeMap<String, String>,
+    app_sort: AppSortPolicy,
+    sort_priority: bool,
+    submit_acl: Option<String>,
+    admin_acl: Option<String>,
+}
+
+/// Properties a child does not inherit from its parent.
+const NOT_INHERITED: [&str; 3] = ["priority.policy", "priority.offset", "preemption.policy"];
+
+fn plan_queue(
+    q: &QueueConfig,
+    parent_path: Option<&str>,
+    inherited: &BTreeMap<String, String>,
+    names: &ResourceNames,
+    out: &mut Vec<PlannedQueue>,
+) -> Result<(), BuildError> {
+    let path = match parent_path {
+        Some(p) => format!("{p}.{}", q.name),
+        None => q.name.clone(),
+    };
+    let mut properties = inherited.clone();
+    for (k, v) in &q.properties {
+        properties.insert(k.clone(), v.clone());
+    }
+    let app_sort = match properties.get("application.sort.policy").map(String::as_str) {
+        Some("fair") => AppSortPolicy::Fair,
+        _ => AppSortPolicy::Fifo,
+    };
+    let sort_priority = properties
+        .get("application.sort.priority")
+        .is_none_or(|v| v != "disabled");
+    let guaranteed = names
+        .from_map(&q.guaranteed)
+        .map_err(|e| format!("queue {path}: guaranteed: {e}"))?;
+    let max = names
+        .limit_from_map(&q.max)
+        .map_err(|e| format!("queue {path}: max: {e}"))?;
+    let is_parent = q.parent || !q.queues.is_empty();
+    out.push(PlannedQueue {
+        path: path.clone(),
+        parent_path: parent_path.map(str::to_string),
+        is_parent,
+        guaranteed,
+        max,
+        max_applications: q.max_applications,
+        properties: properties.clone(),
+        app_sort,
+        sort_priority,
+        submit_acl: q.submit_acl.clone(),
+        admin_acl: q.admin_acl.clone(),
+    });
+    let mut for_children = properties;
+    for key in NOT_INHERITED {
+        for_children.remove(key);
+    }
+    if q.properties.get("preemption.policy").map(String::as_str) == Some("disabled") {
+        for_children.insert("preemption.policy".to_string(), "disabled".to_string());
+    }
+    for child in &q.queues {
+        plan_queue(child, Some(&path), &for_children, names, out)?;
+    }
+    Ok(())
+}
+
+fn node_weights(config: &PartitionConfig, names: &ResourceNames) -> Result<Vec<(usize, u64)>, BuildError> {
+    let weights = &config.node_sort_policy.resource_weights;
+    if weights.is_empty() {
+        return Ok(vec![(crate::resources::VCORE, 1000), (crate::resources::MEMORY, 1000)]);
+    }
+    let mut out = Vec::new();
+    for (name, &w) in weights {
+        let i = names.intern(name).map_err(|e| e.to_string())?;
+        let w = (w * 1000.0).round();
+        if w > 0.0 {
+            out.push((i, w as u64));
+        }
+    }
+    Ok(out)
+}
