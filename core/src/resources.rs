@@ -411,7 +411,11 @@ mod tests {
     fn conversion_round_trips() {
         let names = ResourceNames::new();
         let r = names
-            .from_si(Some(&si_res(&[("memory", 10), ("vcore", 1000), ("gpu", 2)])))
+            .from_si(Some(&si_res(&[
+                ("memory", 10),
+                ("vcore", 1000),
+                ("gpu", 2),
+            ])))
             .unwrap();
         let mut table = NameTable::default();
         table.refresh(&names);

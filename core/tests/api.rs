@@ -165,7 +165,7 @@ fn asks_are_allocated_and_reported_in_one_batch() {
     assert_eq!(snap.allocations.len(), 10);
     let rec = h.rm.recorded();
     assert_eq!(rec.allocations().count(), 10);
-    assert_eq!(rec.app_states("app-1"), ["New", "Accepted", "Running"]);
+    assert_eq!(rec.app_states("app-1"), ["Accepted", "Running"]);
     assert_eq!(rec.accepted_nodes().count(), 2);
     let q = snap.queue("root.b").unwrap();
     assert_eq!(q.allocated["memory"], 100);
@@ -223,7 +223,7 @@ fn release_by_key_and_by_app_and_completing() {
     assert_eq!(snap.application("app-1").unwrap().state, "Completed");
     assert_eq!(
         h.rm.recorded().app_states("app-1"),
-        ["New", "Accepted", "Running", "Completing", "Completed"]
+        ["Accepted", "Running", "Completing", "Completed"]
     );
 }
 
@@ -267,7 +267,10 @@ fn bad_input_is_rejected_with_reasons() {
     });
     let snap = h.snapshot();
     let rec = h.rm.recorded();
-    let apps: Vec<_> = rec.rejected_applications().map(|r| r.reason.clone()).collect();
+    let apps: Vec<_> = rec
+        .rejected_applications()
+        .map(|r| r.reason.clone())
+        .collect();
     assert_eq!(apps.len(), 3, "{apps:?}");
     assert!(apps[0].contains("already exists"), "{apps:?}");
     let asks: Vec<_> = rec.rejected_asks().map(|r| r.reason.clone()).collect();
@@ -276,7 +279,10 @@ fn bad_input_is_rejected_with_reasons() {
     assert!(asks.iter().any(|r| r.contains("negative")), "{asks:?}");
     let nodes: Vec<_> = rec.rejected_nodes().map(|r| r.reason.clone()).collect();
     assert_eq!(nodes.len(), 2, "{nodes:?}");
-    assert!(nodes.iter().any(|r| r.contains("unknown node action")), "{nodes:?}");
+    assert!(
+        nodes.iter().any(|r| r.contains("unknown node action")),
+        "{nodes:?}"
+    );
     assert_eq!(rec.rejected_allocations().count(), 1);
     // Nothing else changed.
     assert_eq!(snap.applications.len(), 1);
@@ -314,7 +320,11 @@ fn drain_and_decommission() {
     assert_eq!(snap.queue("root.b").unwrap().allocated["memory"], 20);
     let released: Vec<_> = h.rm.recorded().released().cloned().collect();
     assert_eq!(released.len(), 4);
-    assert!(released.iter().all(|r| r.termination_type == si::TerminationType::StoppedByRm as i32));
+    assert!(
+        released
+            .iter()
+            .all(|r| r.termination_type == si::TerminationType::StoppedByRm as i32)
+    );
 }
 
 #[test]
@@ -327,7 +337,10 @@ fn predicates_are_called_only_when_asked_for() {
     assert!(h.rm.recorded().predicates.is_empty());
 
     let rm = RecordingCallback::with_predicates(|args| args.node_id == "n2");
-    let extra = HashMap::from([(unisched_shim_api::PREDICATES_EXTRA_CONFIG.to_string(), "true".to_string())]);
+    let extra = HashMap::from([(
+        unisched_shim_api::PREDICATES_EXTRA_CONFIG.to_string(),
+        "true".to_string(),
+    )]);
     let h = Harness::with_rm(TWO_LEAVES, rm, extra);
     h.nodes(&[("n1", 100, 100_000), ("n2", 100, 100_000)]);
     h.app("app-1", "root.b");
@@ -341,11 +354,17 @@ fn predicates_are_called_only_when_asked_for() {
 fn a_panicking_callback_does_not_stop_scheduling() {
     struct Panicky(RecordingCallback);
     impl unisched_shim_api::ResourceManagerCallback for Panicky {
-        fn update_allocation(&self, r: si::AllocationResponse) -> unisched_shim_api::CallbackResult<()> {
+        fn update_allocation(
+            &self,
+            r: si::AllocationResponse,
+        ) -> unisched_shim_api::CallbackResult<()> {
             self.0.update_allocation(r)?;
             panic!("RM bug");
         }
-        fn update_application(&self, r: si::ApplicationResponse) -> unisched_shim_api::CallbackResult<()> {
+        fn update_application(
+            &self,
+            r: si::ApplicationResponse,
+        ) -> unisched_shim_api::CallbackResult<()> {
             self.0.update_application(r)
         }
         fn update_node(&self, r: si::NodeResponse) -> unisched_shim_api::CallbackResult<()> {
@@ -354,7 +373,10 @@ fn a_panicking_callback_does_not_stop_scheduling() {
         fn predicates(&self, _: si::PredicatesArgs) -> unisched_shim_api::CallbackResult<()> {
             panic!("predicates bug")
         }
-        fn resync_scheduler_cache(&self, a: si::ReSyncSchedulerCacheArgs) -> unisched_shim_api::CallbackResult<()> {
+        fn resync_scheduler_cache(
+            &self,
+            a: si::ReSyncSchedulerCacheArgs,
+        ) -> unisched_shim_api::CallbackResult<()> {
             self.0.resync_scheduler_cache(a)
         }
         fn send_event(&self, e: Vec<si::EventRecord>) -> unisched_shim_api::CallbackResult<()> {

@@ -120,7 +120,9 @@ impl RecordingCallback {
     }
 
     /// A callback whose predicates pass only when `rule` says so.
-    pub fn with_predicates(rule: impl Fn(&si::PredicatesArgs) -> bool + Send + Sync + 'static) -> Self {
+    pub fn with_predicates(
+        rule: impl Fn(&si::PredicatesArgs) -> bool + Send + Sync + 'static,
+    ) -> Self {
         Self {
             predicate_rule: Some(Box::new(rule)),
             ..Self::default()

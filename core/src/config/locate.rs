@@ -38,9 +38,10 @@ pub(crate) fn index(path: &[Step], i: usize) -> YamlPath {
 }
 
 /// The 1-based line and column of the deepest node of `path` found in `text`: when the
-/// full path is absent (an optional key not written), the nearest written ancestor.
+/// full path is absent (an optional key not written), the nearest written ancestor,
+/// down to the document itself.
 pub(crate) fn locate(text: &str, path: &[Step]) -> Option<(usize, usize)> {
-    (1..=path.len())
+    (0..=path.len())
         .rev()
         .find_map(|n| locate_exact(text, &path[..n]))
 }
@@ -164,6 +165,8 @@ mod tests {
         assert_eq!(p(key(&a, "resources")), Some((6, 13)));
         let b = [root, vec![k("queues"), Step::Index(1)]].concat();
         assert_eq!(p(b), Some((8, 13)));
-        assert_eq!(locate("not: [valid", &[k("not")]), None);
+        // The document itself is the last resort.
+        assert_eq!(locate(text, &[k("other"), k("key")]), Some((1, 1)));
+        assert_eq!(locate("a: 1", &[k("a"), Step::Index(3)]), Some((1, 4)));
     }
 }

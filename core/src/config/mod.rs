@@ -400,10 +400,8 @@ fn decode_error(e: &serde_yaml::Error) -> ConfigErrors {
     let at = e.location().map(|l| (l.line(), l.column()));
     let mut message = e.to_string();
     if let Some((line, column)) = at {
-        let suffix = format!(" at line {line} column {column}");
-        if let Some(stripped) = message.strip_suffix(&suffix) {
-            message = stripped.to_string();
-        }
+        // The position is reported separately; drop it from the text.
+        message = message.replacen(&format!(" at line {line} column {column}"), "", 1);
     }
     const NAMES: &[(&str, &str)] = &[
         ("struct RawScheduler", "a mapping with key partitions"),

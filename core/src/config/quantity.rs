@@ -230,7 +230,7 @@ mod tests {
             "999999999999999999999999999999999999999999",
             "error: too large",
         );
-        check("memory", "1e3", "error: unknown suffix 'e'");
+        check("memory", "1e3", "error: unknown suffix 'e3'");
     }
 
     #[test]

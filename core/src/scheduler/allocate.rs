@@ -12,8 +12,8 @@
 
 use std::ops::Bound;
 
-use unisched_si as si;
 use si::update_container_scheduling_state_request::SchedulingState;
+use unisched_si as si;
 
 use super::objects::*;
 use super::partition::{Partition, ROOT};
@@ -86,12 +86,15 @@ enum NodeSearch {
     Found(NodeId),
     /// Nothing fits; `clean` when no node was passed over for a reason specific
     /// to this ask (a reservation of another ask, a failed predicate).
-    NotFound { clean: bool },
+    NotFound {
+        clean: bool,
+    },
 }
 
 impl Partition {
     /// Runs one pass; returns the number of allocations made.
     pub fn schedule(&mut self, ctx: &mut PassContext<'_>) -> usize {
+        self.rekey_dirty();
         self.pass += 1;
         let reserved: Vec<AskId> = self.reserved_asks.iter().copied().collect();
         for ask in reserved {
@@ -314,7 +317,11 @@ impl Partition {
         self.reserved_asks.insert(ask);
         let node_id = self.nodes[n].id.clone();
         let key = self.asks[ask].key.clone();
-        self.report_scheduling_state(ask, SchedulingState::Reserved, &format!("reserved node {node_id}"));
+        self.report_scheduling_state(
+            ask,
+            SchedulingState::Reserved,
+            &format!("reserved node {node_id}"),
+        );
         self.outbox.event(
             ctx.now,
             si::event_record::Type::Node,
@@ -336,7 +343,8 @@ impl Partition {
         let number = a.allocated_total - 1;
         let done = a.pending == 0;
         let (key, res, priority) = (a.key.clone(), a.resource, a.priority);
-        let (placeholder, task_group, originator) = (a.placeholder, a.task_group.clone(), a.originator);
+        let (placeholder, task_group, originator) =
+            (a.placeholder, a.task_group.clone(), a.originator);
         let preemption = si::PreemptionPolicy {
             allow_preempt_self: a.allow_preempt_self,
             allow_preempt_other: a.allow_preempt_other,

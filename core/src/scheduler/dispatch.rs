@@ -43,7 +43,10 @@ impl Dispatcher {
             .spawn(move || deliver_all(&rm, callback.as_ref(), rx))
             .ok();
         if thread.is_none() {
-            tracing::error!(rm = rm_id, "could not start the callback thread; results for this RM are dropped");
+            tracing::error!(
+                rm = rm_id,
+                "could not start the callback thread; results for this RM are dropped"
+            );
         }
         Self {
             tx: Some(tx),
@@ -63,10 +66,10 @@ impl Drop for Dispatcher {
     /// Delivers what is queued, then stops the thread.
     fn drop(&mut self) {
         self.tx.take();
-        if let Some(t) = self.thread.take() {
-            if t.thread().id() != std::thread::current().id() {
-                let _ = t.join();
-            }
+        if let Some(t) = self.thread.take()
+            && t.thread().id() != std::thread::current().id()
+        {
+            let _ = t.join();
         }
     }
 }
@@ -78,8 +81,14 @@ fn deliver_all(rm: &str, callback: &dyn ResourceManagerCallback, rx: Receiver<Ou
                 drop(token);
                 continue;
             }
-            Outgoing::Allocation(r) => ("update_allocation", guarded(|| callback.update_allocation(r))),
-            Outgoing::Application(r) => ("update_application", guarded(|| callback.update_application(r))),
+            Outgoing::Allocation(r) => (
+                "update_allocation",
+                guarded(|| callback.update_allocation(r)),
+            ),
+            Outgoing::Application(r) => (
+                "update_application",
+                guarded(|| callback.update_application(r)),
+            ),
             Outgoing::Node(r) => ("update_node", guarded(|| callback.update_node(r))),
             Outgoing::Events(e) => ("send_event", guarded(|| callback.send_event(e))),
             Outgoing::State(s) => (

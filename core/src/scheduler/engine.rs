@@ -309,8 +309,13 @@ impl Engine {
         })?;
         // Check every partition converts before changing any.
         for pc in &parsed.partitions {
-            Partition::new(Arc::from("check"), Arc::from(rm_id), pc.clone(), self.names.clone())
-                .map_err(|reason| SchedulerError::InvalidConfiguration { reason })?;
+            Partition::new(
+                Arc::from("check"),
+                Arc::from(rm_id),
+                pc.clone(),
+                self.names.clone(),
+            )
+            .map_err(|reason| SchedulerError::InvalidConfiguration { reason })?;
         }
         for pc in parsed.partitions {
             let name = qualify(rm_id, &pc.name);
@@ -320,10 +325,12 @@ impl Engine {
                     .map_err(|reason| SchedulerError::InvalidConfiguration { reason })?,
                 None => {
                     let name: Arc<str> = Arc::from(name);
-                    let mut p = Partition::new(name.clone(), Arc::from(rm_id), pc, self.names.clone())
-                        .map_err(|reason| SchedulerError::InvalidConfiguration { reason })?;
-                    p.completing_timeout = u64::try_from(self.options.completing_timeout.as_nanos())
-                        .unwrap_or(u64::MAX);
+                    let mut p =
+                        Partition::new(name.clone(), Arc::from(rm_id), pc, self.names.clone())
+                            .map_err(|reason| SchedulerError::InvalidConfiguration { reason })?;
+                    p.completing_timeout =
+                        u64::try_from(self.options.completing_timeout.as_nanos())
+                            .unwrap_or(u64::MAX);
                     self.partitions.insert(name, p);
                 }
             }
@@ -352,11 +359,14 @@ impl Engine {
                 None => {
                     let reason = format!("partition {:?} does not exist", alloc.partition_name);
                     self.with_any_partition(&rm_id, |p| {
-                        p.outbox.allocation.rejected_allocations.push(si::RejectedAllocation {
-                            allocation_key: alloc.allocation_key.clone(),
-                            application_id: alloc.application_id.clone(),
-                            reason,
-                        })
+                        p.outbox
+                            .allocation
+                            .rejected_allocations
+                            .push(si::RejectedAllocation {
+                                allocation_key: alloc.allocation_key.clone(),
+                                application_id: alloc.application_id.clone(),
+                                reason,
+                            })
                     });
                 }
             }
@@ -365,13 +375,19 @@ impl Engine {
             match self.partition_mut(&rm_id, &rel.partition_name) {
                 Some(p) => p.release_allocations(rel, now),
                 None => {
-                    let reason = format!("cannot release: partition {:?} does not exist", rel.partition_name);
+                    let reason = format!(
+                        "cannot release: partition {:?} does not exist",
+                        rel.partition_name
+                    );
                     self.with_any_partition(&rm_id, |p| {
-                        p.outbox.allocation.rejected_allocations.push(si::RejectedAllocation {
-                            allocation_key: rel.allocation_key.clone(),
-                            application_id: rel.application_id.clone(),
-                            reason,
-                        })
+                        p.outbox
+                            .allocation
+                            .rejected_allocations
+                            .push(si::RejectedAllocation {
+                                allocation_key: rel.allocation_key.clone(),
+                                application_id: rel.application_id.clone(),
+                                reason,
+                            })
                     });
                 }
             }
@@ -380,13 +396,19 @@ impl Engine {
             match self.partition_mut(&rm_id, &rel.partition_name) {
                 Some(p) => p.release_asks(rel, now),
                 None => {
-                    let reason = format!("cannot release ask: partition {:?} does not exist", rel.partition_name);
+                    let reason = format!(
+                        "cannot release ask: partition {:?} does not exist",
+                        rel.partition_name
+                    );
                     self.with_any_partition(&rm_id, |p| {
-                        p.outbox.allocation.rejected.push(si::RejectedAllocationAsk {
-                            allocation_key: rel.allocation_key.clone(),
-                            application_id: rel.application_id.clone(),
-                            reason,
-                        })
+                        p.outbox
+                            .allocation
+                            .rejected
+                            .push(si::RejectedAllocationAsk {
+                                allocation_key: rel.allocation_key.clone(),
+                                application_id: rel.application_id.clone(),
+                                reason,
+                            })
                     });
                 }
             }
@@ -399,11 +421,14 @@ impl Engine {
             ask.allocation_key, ask.partition_name
         );
         self.with_any_partition(rm_id, |p| {
-            p.outbox.allocation.rejected.push(si::RejectedAllocationAsk {
-                allocation_key: ask.allocation_key.clone(),
-                application_id: ask.application_id.clone(),
-                reason,
-            })
+            p.outbox
+                .allocation
+                .rejected
+                .push(si::RejectedAllocationAsk {
+                    allocation_key: ask.allocation_key.clone(),
+                    application_id: ask.application_id.clone(),
+                    reason,
+                })
         });
     }
 
@@ -438,7 +463,10 @@ impl Engine {
             match self.partition_mut(&rm_id, &remove.partition_name) {
                 Some(p) => p.remove_application(&remove.application_id, now),
                 None => {
-                    let reason = format!("cannot remove application: partition {:?} does not exist", remove.partition_name);
+                    let reason = format!(
+                        "cannot remove application: partition {:?} does not exist",
+                        remove.partition_name
+                    );
                     self.with_any_partition(&rm_id, |p| {
                         p.outbox.application.rejected.push(si::RejectedApplication {
                             application_id: remove.application_id.clone(),
@@ -452,14 +480,19 @@ impl Engine {
 
     fn node_request(&mut self, rm_id: &str, nodes: Vec<PreparedNode>, now: u64) {
         for node in nodes {
-            let named = node.info.attributes.get(si::NODE_PARTITION_ATTRIBUTE).cloned();
+            let named = node
+                .info
+                .attributes
+                .get(si::NODE_PARTITION_ATTRIBUTE)
+                .cloned();
             let target = match named {
                 Some(name) => qualify(rm_id, &name),
                 None => self
                     .partitions
                     .values()
                     .find(|p| {
-                        p.rm_id.as_ref() == rm_id && p.node_by_id.contains_key(node.info.node_id.as_str())
+                        p.rm_id.as_ref() == rm_id
+                            && p.node_by_id.contains_key(node.info.node_id.as_str())
                     })
                     .map(|p| p.name.to_string())
                     .unwrap_or_else(|| qualify(rm_id, "default")),
@@ -467,7 +500,10 @@ impl Engine {
             match self.partitions.get_mut(target.as_str()) {
                 Some(p) => p.node_action(node, now),
                 None => {
-                    let reason = format!("node {}: partition {target} does not exist", node.info.node_id);
+                    let reason = format!(
+                        "node {}: partition {target} does not exist",
+                        node.info.node_id
+                    );
                     self.with_any_partition(rm_id, |p| {
                         p.outbox.node.rejected.push(si::RejectedNode {
                             node_id: node.info.node_id.clone(),
@@ -496,8 +532,9 @@ impl Engine {
             let pred_fn = predicates_cb.as_ref().map(|cb| {
                 move |args: &si::PredicatesArgs| guarded(|| cb.predicates(args.clone())).is_ok()
             });
-            let pred_ref: Option<&dyn Fn(&si::PredicatesArgs) -> bool> =
-                pred_fn.as_ref().map(|f| f as &dyn Fn(&si::PredicatesArgs) -> bool);
+            let pred_ref: Option<&dyn Fn(&si::PredicatesArgs) -> bool> = pred_fn
+                .as_ref()
+                .map(|f| f as &dyn Fn(&si::PredicatesArgs) -> bool);
             let mut ctx = PassContext::new(now, budget, delay, &self.table, pred_ref);
             let result = catch_unwind(AssertUnwindSafe(|| p.schedule(&mut ctx)));
             match result {
@@ -522,7 +559,9 @@ impl Engine {
                 continue;
             }
             let out = std::mem::take(&mut p.outbox);
-            let Some(rm) = self.rms.get(&p.rm_id) else { continue };
+            let Some(rm) = self.rms.get(&p.rm_id) else {
+                continue;
+            };
             send_outbox(&rm.dispatcher, out);
         }
     }

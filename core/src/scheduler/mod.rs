@@ -90,10 +90,10 @@ impl Drop for Inner {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .take();
-        if let Some(h) = handle {
-            if h.thread().id() != std::thread::current().id() {
-                let _ = h.join();
-            }
+        if let Some(h) = handle
+            && h.thread().id() != std::thread::current().id()
+        {
+            let _ = h.join();
         }
     }
 }
@@ -136,7 +136,10 @@ impl Scheduler {
     }
 
     fn send(&self, cmd: Command) -> SchedulerResult<()> {
-        self.inner.tx.send(cmd).map_err(|_| SchedulerError::ShutDown)
+        self.inner
+            .tx
+            .send(cmd)
+            .map_err(|_| SchedulerError::ShutDown)
     }
 
     fn check_registered(&self, rm_id: &str) -> SchedulerResult<()> {

@@ -3,10 +3,14 @@
 //! cross references are arena indices, never pointers or locks.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use crate::resources::Resource;
+
+/// Hash map used for the core's lookups: keys come from RMs, so the hasher is
+/// randomly seeded, but much faster than the standard one.
+pub type FastMap<K, V> = std::collections::HashMap<K, V, ahash::RandomState>;
 
 /// Index of a queue in its partition's queue arena.
 pub type QueueId = usize;
@@ -143,7 +147,6 @@ impl Queue {
             self.guaranteed
         }
     }
-
 }
 
 /// Application states, as YuniKorn names them. Failing, Failed, Resuming and
@@ -253,11 +256,11 @@ pub struct App {
     /// Pending for this application.
     pub pending: Resource,
     /// Every ask by key, including fully allocated ones still holding allocations.
-    pub asks: HashMap<Arc<str>, AskId>,
+    pub asks: FastMap<Arc<str>, AskId>,
     /// Asks with allocations still wanted, in order.
     pub pending_order: BTreeSet<AskKey>,
     /// Allocations by allocation key.
-    pub allocations: HashMap<Arc<str>, Vec<AllocId>>,
+    pub allocations: FastMap<Arc<str>, Vec<AllocId>>,
     /// Number of allocations.
     pub allocation_count: usize,
     /// The key under which the app sits in its queue's `app_order`.

@@ -5,10 +5,10 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use unisched_si as si;
 use si::event_record::{ChangeDetail, ChangeType, Type as EventType};
 use si::node_info::ActionFromRm;
 use si::update_container_scheduling_state_request::SchedulingState;
+use unisched_si as si;
 
 use super::objects::*;
 use super::partition::{Partition, ROOT};
@@ -19,11 +19,22 @@ impl Partition {
     // ---- applications ----------------------------------------------------
 
     fn reject_app(&mut self, now: u64, id: &str, reason: String) {
-        self.outbox.event(now, EventType::App, id, "", ChangeType::None, ChangeDetail::AppReject, reason.clone());
-        self.outbox.application.rejected.push(si::RejectedApplication {
-            application_id: id.to_string(),
-            reason,
-        });
+        self.outbox.event(
+            now,
+            EventType::App,
+            id,
+            "",
+            ChangeType::None,
+            ChangeDetail::AppReject,
+            reason.clone(),
+        );
+        self.outbox
+            .application
+            .rejected
+            .push(si::RejectedApplication {
+                application_id: id.to_string(),
+                reason,
+            });
     }
 
     /// Adds an application: placement, ACL check, then state New.
@@ -33,10 +44,18 @@ impl Partition {
             return self.reject_app(now, &id, "application id is empty".to_string());
         }
         if self.app_by_id.contains_key(id.as_str()) {
-            return self.reject_app(now, &id, format!("application {id} already exists in partition {}", self.name));
+            return self.reject_app(
+                now,
+                &id,
+                format!("application {id} already exists in partition {}", self.name),
+            );
         }
         let Some(ugi) = req.ugi.as_ref().filter(|u| !u.user.is_empty()) else {
-            return self.reject_app(now, &id, format!("application {id} has no user (ugi.user is empty)"));
+            return self.reject_app(
+                now,
+                &id,
+                format!("application {id} has no user (ugi.user is empty)"),
+            );
         };
         let (user, groups) = (ugi.user.clone(), ugi.groups.clone());
         let tags: BTreeMap<String, String> = req.tags.into_iter().collect();
@@ -70,10 +89,32 @@ impl Partition {
         });
         self.app_by_id.insert(app_id, app);
         self.queues[queue].apps.insert(app);
-        self.outbox.application.accepted.push(si::AcceptedApplication { application_id: id.clone() });
+        self.outbox
+            .application
+            .accepted
+            .push(si::AcceptedApplication {
+                application_id: id.clone(),
+            });
         let path = self.queues[queue].path.clone();
-        self.outbox.event(now, EventType::Queue, &path, &id, ChangeType::Add, ChangeDetail::QueueApp, "application added".to_string());
-        self.report_state_change(app, now, "application added".to_string());
+        self.outbox.event(
+            now,
+            EventType::Queue,
+            &path,
+            &id,
+            ChangeType::Add,
+            ChangeDetail::QueueApp,
+            "application added".to_string(),
+        );
+        // New is the starting state, not a transition: only the event says so.
+        self.outbox.event(
+            now,
+            EventType::App,
+            &id,
+            "",
+            ChangeType::Add,
+            ChangeDetail::AppNew,
+            "application added".to_string(),
+        );
     }
 
     /// Chooses the leaf queue for an application, or says why there is none.
@@ -85,17 +126,16 @@ impl Partition {
         groups: &[String],
         tags: &BTreeMap<String, String>,
     ) -> Result<QueueId, String> {
-        let placement = crate::config::placement::Placer::new(&self.config.placement_rules)
-            .place(
-                &crate::config::placement::AppPlacementInput {
-                    app_id,
-                    requested_queue: requested,
-                    user,
-                    groups,
-                    tags,
-                },
-                &PartitionQueues(self),
-            )?;
+        let placement = crate::config::placement::Placer::new(&self.config.placement_rules).place(
+            &crate::config::placement::AppPlacementInput {
+                app_id,
+                requested_queue: requested,
+                user,
+                groups,
+                tags,
+            },
+            &PartitionQueues(self),
+        )?;
         match self.queue_by_path.get(placement.queue_path.as_str()) {
             Some(&q) => Ok(q),
             None if placement.create => Ok(self.create_dynamic_path(&placement.queue_path)),
@@ -160,11 +200,18 @@ impl Partition {
             }
         }
         let q = &mut self.queues[child];
-        q.app_sort = match q.properties.get("application.sort.policy").map(String::as_str) {
+        q.app_sort = match q
+            .properties
+            .get("application.sort.policy")
+            .map(String::as_str)
+        {
             Some("fair") => AppSortPolicy::Fair,
             _ => AppSortPolicy::Fifo,
         };
-        q.sort_priority = q.properties.get("application.sort.priority").is_none_or(|v| v != "disabled");
+        q.sort_priority = q
+            .properties
+            .get("application.sort.priority")
+            .is_none_or(|v| v != "disabled");
     }
 
     /// Whether `user` may submit to `queue`: its submit or admin ACL, or an ancestor's.
@@ -186,19 +233,41 @@ impl Partition {
     /// asks dropped.
     pub fn remove_application(&mut self, id: &str, now: u64) {
         let Some(&app) = self.app_by_id.get(id) else {
-            self.reject_app(now, id, format!("cannot remove application {id}: not found in partition {}", self.name));
+            self.reject_app(
+                now,
+                id,
+                format!(
+                    "cannot remove application {id}: not found in partition {}",
+                    self.name
+                ),
+            );
             return;
         };
-        let allocs: Vec<AllocId> = self.apps[app].allocations.values().flatten().copied().collect();
+        let allocs: Vec<AllocId> = self.apps[app]
+            .allocations
+            .values()
+            .flatten()
+            .copied()
+            .collect();
         for a in allocs {
-            self.release_allocation(a, si::TerminationType::StoppedByRm, "application removed", now);
+            self.release_allocation(
+                a,
+                si::TerminationType::StoppedByRm,
+                "application removed",
+                now,
+            );
         }
         let asks: Vec<AskId> = self.apps[app].asks.values().copied().collect();
         for ask in asks {
             self.remove_ask(ask, now);
         }
         if self.apps[app].state.can_move_to(AppState::Completing) {
-            self.set_app_state(app, AppState::Completing, now, "application removed by the RM");
+            self.set_app_state(
+                app,
+                AppState::Completing,
+                now,
+                "application removed by the RM",
+            );
         }
         self.drop_app(app, now);
     }
@@ -215,7 +284,15 @@ impl Partition {
         self.app_by_id.remove(&a.id);
         self.rekey_queue_chain(a.queue);
         let path = self.queues[a.queue].path.clone();
-        self.outbox.event(now, EventType::Queue, &path, &a.id, ChangeType::Remove, ChangeDetail::QueueApp, "application removed".to_string());
+        self.outbox.event(
+            now,
+            EventType::Queue,
+            &path,
+            &a.id,
+            ChangeType::Remove,
+            ChangeDetail::QueueApp,
+            "application removed".to_string(),
+        );
         self.remember_completed(&a);
         self.remove_empty_dynamic(a.queue);
     }
@@ -254,7 +331,8 @@ impl Partition {
         a.state = to;
         a.state_since = now;
         if to == AppState::Completing {
-            self.completing_timers.push(std::cmp::Reverse((now + self.completing_timeout, app)));
+            self.completing_timers
+                .push(std::cmp::Reverse((now + self.completing_timeout, app)));
         }
         if to.is_running() {
             self.count_running(app, true);
@@ -268,12 +346,15 @@ impl Partition {
         let a = &self.apps[app];
         let state = a.state;
         let id = a.id.clone();
-        self.outbox.application.updated.push(si::UpdatedApplication {
-            application_id: id.to_string(),
-            state: state.as_str().to_string(),
-            state_transition_timestamp: i64::try_from(now).unwrap_or(i64::MAX),
-            message: message.clone(),
-        });
+        self.outbox
+            .application
+            .updated
+            .push(si::UpdatedApplication {
+                application_id: id.to_string(),
+                state: state.as_str().to_string(),
+                state_transition_timestamp: i64::try_from(now).unwrap_or(i64::MAX),
+                message: message.clone(),
+            });
         let detail = match state {
             AppState::New => ChangeDetail::AppNew,
             AppState::Accepted => ChangeDetail::AppAccepted,
@@ -286,7 +367,15 @@ impl Partition {
             AppState::Resuming => ChangeDetail::AppResuming,
             AppState::Expired => ChangeDetail::AppExpired,
         };
-        self.outbox.event(now, EventType::App, &id, "", ChangeType::Set, detail, message);
+        self.outbox.event(
+            now,
+            EventType::App,
+            &id,
+            "",
+            ChangeType::Set,
+            detail,
+            message,
+        );
     }
 
     /// Moves an application that has nothing pending or allocated to Completing.
@@ -296,7 +385,12 @@ impl Partition {
             && a.allocation_count == 0
             && matches!(a.state, AppState::Running | AppState::Accepted)
         {
-            self.set_app_state(app, AppState::Completing, now, "nothing pending or allocated");
+            self.set_app_state(
+                app,
+                AppState::Completing,
+                now,
+                "nothing pending or allocated",
+            );
         }
     }
 
@@ -307,7 +401,9 @@ impl Partition {
                 break;
             }
             self.completing_timers.pop();
-            let Some(a) = self.apps.get(app) else { continue };
+            let Some(a) = self.apps.get(app) else {
+                continue;
+            };
             if a.state == AppState::Completing && a.state_since + self.completing_timeout <= now {
                 self.set_app_state(app, AppState::Completed, now, "grace period over");
                 self.drop_app(app, now);
@@ -323,15 +419,23 @@ impl Partition {
     // ---- asks ------------------------------------------------------------
 
     fn reject_ask(&mut self, key: &str, app: &str, reason: String) {
-        self.outbox.allocation.rejected.push(si::RejectedAllocationAsk {
-            allocation_key: key.to_string(),
-            application_id: app.to_string(),
-            reason,
-        });
+        self.outbox
+            .allocation
+            .rejected
+            .push(si::RejectedAllocationAsk {
+                allocation_key: key.to_string(),
+                application_id: app.to_string(),
+                reason,
+            });
     }
 
     /// Adds an ask, or updates the ask with the same key.
-    pub fn update_ask(&mut self, ask: si::AllocationAsk, resource: Result<Resource, String>, now: u64) {
+    pub fn update_ask(
+        &mut self,
+        ask: si::AllocationAsk,
+        resource: Result<Resource, String>,
+        now: u64,
+    ) {
         let (key, app_id) = (ask.allocation_key.as_str(), ask.application_id.as_str());
         let resource = match resource {
             Ok(r) => r,
@@ -341,14 +445,32 @@ impl Partition {
             return self.reject_ask(key, app_id, "ask has an empty allocation key".to_string());
         }
         let Some(&app) = self.app_by_id.get(app_id) else {
-            return self.reject_ask(key, app_id, format!("ask {key}: application {app_id} not found in partition {}", self.name));
+            return self.reject_ask(
+                key,
+                app_id,
+                format!(
+                    "ask {key}: application {app_id} not found in partition {}",
+                    self.name
+                ),
+            );
         };
         if !self.apps[app].state_allows_scheduling() {
             let state = self.apps[app].state.as_str();
-            return self.reject_ask(key, app_id, format!("ask {key}: application {app_id} is {state} and takes no asks"));
+            return self.reject_ask(
+                key,
+                app_id,
+                format!("ask {key}: application {app_id} is {state} and takes no asks"),
+            );
         }
         if ask.max_allocations < 0 {
-            return self.reject_ask(key, app_id, format!("ask {key}: maxAllocations {} is negative", ask.max_allocations));
+            return self.reject_ask(
+                key,
+                app_id,
+                format!(
+                    "ask {key}: maxAllocations {} is negative",
+                    ask.max_allocations
+                ),
+            );
         }
         if resource.is_zero() {
             return self.reject_ask(key, app_id, format!("ask {key}: asks for no resources"));
@@ -398,7 +520,8 @@ impl Partition {
             AppState::Completing => self.set_app_state(app, AppState::Running, now, "new ask"),
             _ => {}
         }
-        self.rekey_app(app);
+        // Re-keyed once per batch of asks (see `rekey_dirty`), not per ask.
+        self.dirty_apps.push(app);
     }
 
     fn add_pending_of_ask(&mut self, id: AskId) {
@@ -406,14 +529,22 @@ impl Partition {
         if a.pending == 0 {
             return;
         }
-        let (app, total, key) = (a.app, a.resource.times(i64::from(a.pending)), a.order_key(id));
+        let (app, total, key) = (
+            a.app,
+            a.resource.times(i64::from(a.pending)),
+            a.order_key(id),
+        );
         self.apps[app].pending_order.insert(key);
         self.add_pending(app, &total);
     }
 
     fn remove_pending_of_ask(&mut self, id: AskId) {
         let a = &self.asks[id];
-        let (app, total, key) = (a.app, a.resource.times(i64::from(a.pending)), a.order_key(id));
+        let (app, total, key) = (
+            a.app,
+            a.resource.times(i64::from(a.pending)),
+            a.order_key(id),
+        );
         if self.apps[app].pending_order.remove(&key) {
             self.remove_pending(app, &total);
         }
@@ -434,7 +565,10 @@ impl Partition {
     /// Releases asks by key, or every ask of the application.
     pub fn release_asks(&mut self, rel: si::AllocationAskRelease, now: u64) {
         let Some(&app) = self.app_by_id.get(rel.application_id.as_str()) else {
-            let reason = format!("cannot release asks: application {} not found in partition {}", rel.application_id, self.name);
+            let reason = format!(
+                "cannot release asks: application {} not found in partition {}",
+                rel.application_id, self.name
+            );
             return self.reject_ask(&rel.allocation_key, &rel.application_id, reason);
         };
         let asks: Vec<AskId> = if rel.allocation_key.is_empty() {
@@ -443,14 +577,25 @@ impl Partition {
             match self.apps[app].asks.get(rel.allocation_key.as_str()) {
                 Some(&a) => vec![a],
                 None => {
-                    let reason = format!("cannot release ask {}: not found in application {}", rel.allocation_key, rel.application_id);
+                    let reason = format!(
+                        "cannot release ask {}: not found in application {}",
+                        rel.allocation_key, rel.application_id
+                    );
                     return self.reject_ask(&rel.allocation_key, &rel.application_id, reason);
                 }
             }
         };
         for ask in asks {
             let key = self.asks[ask].key.clone();
-            self.outbox.event(now, EventType::Request, &key, &rel.application_id, ChangeType::Remove, ChangeDetail::RequestCancel, "ask released by the RM".to_string());
+            self.outbox.event(
+                now,
+                EventType::Request,
+                &key,
+                &rel.application_id,
+                ChangeType::Remove,
+                ChangeDetail::RequestCancel,
+                "ask released by the RM".to_string(),
+            );
             self.remove_ask(ask, now);
         }
         self.rekey_app(app);
@@ -460,25 +605,34 @@ impl Partition {
     // ---- allocations -----------------------------------------------------
 
     fn reject_allocation(&mut self, key: &str, app: &str, reason: String) {
-        self.outbox.allocation.rejected_allocations.push(si::RejectedAllocation {
-            allocation_key: key.to_string(),
-            application_id: app.to_string(),
-            reason,
-        });
+        self.outbox
+            .allocation
+            .rejected_allocations
+            .push(si::RejectedAllocation {
+                allocation_key: key.to_string(),
+                application_id: app.to_string(),
+                reason,
+            });
     }
 
     /// Releases allocations named by an RM: by id, by key, or all of the application.
     pub fn release_allocations(&mut self, rel: si::AllocationRelease, now: u64) {
         let (app_id, key) = (rel.application_id.as_str(), rel.allocation_key.as_str());
         let Some(&app) = self.app_by_id.get(app_id) else {
-            let reason = format!("cannot release: application {app_id} not found in partition {}", self.name);
+            let reason = format!(
+                "cannot release: application {app_id} not found in partition {}",
+                self.name
+            );
             return self.reject_allocation(key, app_id, reason);
         };
         let targets: Vec<AllocId> = if !rel.allocation_id.is_empty() {
             match self.alloc_by_id.get(rel.allocation_id.as_str()) {
                 Some(&a) if self.allocs[a].app == app => vec![a],
                 _ => {
-                    let reason = format!("cannot release allocation {}: not found in application {app_id}", rel.allocation_id);
+                    let reason = format!(
+                        "cannot release allocation {}: not found in application {app_id}",
+                        rel.allocation_id
+                    );
                     return self.reject_allocation(key, app_id, reason);
                 }
             }
@@ -486,12 +640,19 @@ impl Partition {
             match self.apps[app].allocations.get(key) {
                 Some(list) if !list.is_empty() => list.clone(),
                 _ => {
-                    let reason = format!("cannot release allocation key {key}: no allocation in application {app_id}");
+                    let reason = format!(
+                        "cannot release allocation key {key}: no allocation in application {app_id}"
+                    );
                     return self.reject_allocation(key, app_id, reason);
                 }
             }
         } else {
-            self.apps[app].allocations.values().flatten().copied().collect()
+            self.apps[app]
+                .allocations
+                .values()
+                .flatten()
+                .copied()
+                .collect()
         };
         let termination = si::TerminationType::try_from(rel.termination_type)
             .ok()
@@ -506,7 +667,13 @@ impl Partition {
     }
 
     /// Removes one allocation, gives its resources back and reports the release.
-    pub fn release_allocation(&mut self, id: AllocId, termination: si::TerminationType, message: &str, now: u64) {
+    pub fn release_allocation(
+        &mut self,
+        id: AllocId,
+        termination: si::TerminationType,
+        message: &str,
+        now: u64,
+    ) {
         let alloc = self.allocs.remove(id);
         self.alloc_by_id.remove(&alloc.id);
         self.remove_usage(alloc.app, alloc.node, &alloc.resource);
@@ -534,7 +701,15 @@ impl Partition {
             si::TerminationType::PlaceholderReplaced => ChangeDetail::AllocReplaced,
             _ => ChangeDetail::AllocCancel,
         };
-        self.outbox.event(now, EventType::App, &app_id, &alloc.id, ChangeType::Remove, detail, message.to_string());
+        self.outbox.event(
+            now,
+            EventType::App,
+            &app_id,
+            &alloc.id,
+            ChangeType::Remove,
+            detail,
+            message.to_string(),
+        );
         self.outbox.allocation.released.push(si::AllocationRelease {
             partition_name: self.plain_name().to_string(),
             application_id: app_id,
@@ -553,20 +728,49 @@ impl Partition {
 
     /// Adds an allocation that already exists on the RM side (recovery). It counts
     /// at once, even above a queue's max.
-    pub fn recover_allocation(&mut self, alloc: si::Allocation, resource: Result<Resource, String>, now: u64) {
+    pub fn recover_allocation(
+        &mut self,
+        alloc: si::Allocation,
+        resource: Result<Resource, String>,
+        now: u64,
+    ) {
         let (key, app_id) = (alloc.allocation_key.clone(), alloc.application_id.clone());
         let resource = match resource {
             Ok(r) => r,
-            Err(reason) => return self.reject_allocation(&key, &app_id, format!("allocation {key}: {reason}")),
+            Err(reason) => {
+                return self.reject_allocation(
+                    &key,
+                    &app_id,
+                    format!("allocation {key}: {reason}"),
+                );
+            }
         };
         if key.is_empty() {
-            return self.reject_allocation(&key, &app_id, "allocation has an empty allocation key".to_string());
+            return self.reject_allocation(
+                &key,
+                &app_id,
+                "allocation has an empty allocation key".to_string(),
+            );
         }
         let Some(&app) = self.app_by_id.get(app_id.as_str()) else {
-            return self.reject_allocation(&key, &app_id, format!("allocation {key}: application {app_id} not found in partition {}", self.name));
+            return self.reject_allocation(
+                &key,
+                &app_id,
+                format!(
+                    "allocation {key}: application {app_id} not found in partition {}",
+                    self.name
+                ),
+            );
         };
         let Some(&node) = self.node_by_id.get(alloc.node_id.as_str()) else {
-            return self.reject_allocation(&key, &app_id, format!("allocation {key}: node {:?} not found in partition {}", alloc.node_id, self.name));
+            return self.reject_allocation(
+                &key,
+                &app_id,
+                format!(
+                    "allocation {key}: node {:?} not found in partition {}",
+                    alloc.node_id, self.name
+                ),
+            );
         };
         let id: Arc<str> = if alloc.allocation_id.is_empty() {
             Arc::from(format!("{key}-0"))
@@ -574,7 +778,11 @@ impl Partition {
             Arc::from(alloc.allocation_id.as_str())
         };
         if self.alloc_by_id.contains_key(&id) {
-            return self.reject_allocation(&key, &app_id, format!("allocation {id} already exists"));
+            return self.reject_allocation(
+                &key,
+                &app_id,
+                format!("allocation {id} already exists"),
+            );
         }
         let key: Arc<str> = Arc::from(key.as_str());
         // An ask with the same key is satisfied by this allocation.
@@ -587,7 +795,10 @@ impl Partition {
             self.add_pending_of_ask(ask);
         }
         self.insert_allocation(app, node, key, id, resource, &alloc, now);
-        if matches!(self.apps[app].state, AppState::New | AppState::Accepted | AppState::Completing | AppState::Resuming) {
+        if matches!(
+            self.apps[app].state,
+            AppState::New | AppState::Accepted | AppState::Completing | AppState::Resuming
+        ) {
             self.set_app_state(app, AppState::Running, now, "allocation recovered");
         }
         self.rekey_app(app);
@@ -616,7 +827,11 @@ impl Partition {
             placeholder: from.placeholder,
             task_group: from.task_group_name.clone(),
             originator: from.originator,
-            tags: from.allocation_tags.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            tags: from
+                .allocation_tags
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
             created: now,
         });
         self.alloc_by_id.insert(id, alloc);
@@ -630,35 +845,52 @@ impl Partition {
     // ---- nodes -------------------------------------------------------------
 
     fn reject_node(&mut self, id: &str, reason: String) {
-        self.outbox.node.rejected.push(si::RejectedNode { node_id: id.to_string(), reason });
+        self.outbox.node.rejected.push(si::RejectedNode {
+            node_id: id.to_string(),
+            reason,
+        });
     }
 
     fn accept_node(&mut self, id: &str) {
-        self.outbox.node.accepted.push(si::AcceptedNode { node_id: id.to_string() });
+        self.outbox.node.accepted.push(si::AcceptedNode {
+            node_id: id.to_string(),
+        });
     }
 
     /// Applies one node action.
     pub fn node_action(&mut self, node: super::command::PreparedNode, now: u64) {
-        let super::command::PreparedNode { info, capacity, occupied, existing } = node;
+        let super::command::PreparedNode {
+            info,
+            capacity,
+            occupied,
+            existing,
+        } = node;
         let id = info.node_id.clone();
         if id.is_empty() {
             return self.reject_node(&id, "node id is empty".to_string());
         }
-        let action = ActionFromRm::try_from(info.action).unwrap_or(ActionFromRm::UnknownActionFromRm);
+        let action =
+            ActionFromRm::try_from(info.action).unwrap_or(ActionFromRm::UnknownActionFromRm);
         let known = self.node_by_id.get(id.as_str()).copied();
         match (action, known) {
-            (ActionFromRm::Create | ActionFromRm::CreateDrain, Some(_)) => {
-                self.reject_node(&id, format!("node {id} already exists in partition {}", self.name))
-            }
+            (ActionFromRm::Create | ActionFromRm::CreateDrain, Some(_)) => self.reject_node(
+                &id,
+                format!("node {id} already exists in partition {}", self.name),
+            ),
             (ActionFromRm::Create | ActionFromRm::CreateDrain, None) => {
                 let capacity = match capacity {
                     Some(Ok(c)) => c,
-                    Some(Err(e)) => return self.reject_node(&id, format!("node {id}: schedulable resource: {e}")),
+                    Some(Err(e)) => {
+                        return self
+                            .reject_node(&id, format!("node {id}: schedulable resource: {e}"));
+                    }
                     None => Resource::ZERO,
                 };
                 let occupied = match occupied {
                     Some(Ok(c)) => c,
-                    Some(Err(e)) => return self.reject_node(&id, format!("node {id}: occupied resource: {e}")),
+                    Some(Err(e)) => {
+                        return self.reject_node(&id, format!("node {id}: occupied resource: {e}"));
+                    }
                     None => Resource::ZERO,
                 };
                 let node_id: Arc<str> = Arc::from(id.as_str());
@@ -680,7 +912,15 @@ impl Partition {
                 self.total_capacity.add_assign(&capacity);
                 self.rekey_node(n);
                 self.accept_node(&id);
-                self.outbox.event(now, EventType::Node, &id, "", ChangeType::Add, ChangeDetail::DetailsNone, "node added".to_string());
+                self.outbox.event(
+                    now,
+                    EventType::Node,
+                    &id,
+                    "",
+                    ChangeType::Add,
+                    ChangeDetail::DetailsNone,
+                    "node added".to_string(),
+                );
                 for (alloc, res) in existing {
                     self.recover_allocation(alloc, res, now);
                 }
@@ -693,24 +933,38 @@ impl Partition {
                 };
                 self.reject_node(&id, what)
             }
-            (ActionFromRm::UnknownActionFromRm, Some(_)) => {
-                self.reject_node(&id, format!("node {id}: unknown node action {}", info.action))
-            }
+            (ActionFromRm::UnknownActionFromRm, Some(_)) => self.reject_node(
+                &id,
+                format!("node {id}: unknown node action {}", info.action),
+            ),
             (ActionFromRm::Update, Some(n)) => {
                 let capacity = match capacity.transpose() {
                     Ok(c) => c,
-                    Err(e) => return self.reject_node(&id, format!("node {id}: schedulable resource: {e}")),
+                    Err(e) => {
+                        return self
+                            .reject_node(&id, format!("node {id}: schedulable resource: {e}"));
+                    }
                 };
                 let occupied = match occupied.transpose() {
                     Ok(c) => c,
-                    Err(e) => return self.reject_node(&id, format!("node {id}: occupied resource: {e}")),
+                    Err(e) => {
+                        return self.reject_node(&id, format!("node {id}: occupied resource: {e}"));
+                    }
                 };
                 let node = &mut self.nodes[n];
                 if let Some(c) = capacity {
                     self.total_capacity.sub_assign(&node.capacity);
                     self.total_capacity.add_assign(&c);
                     node.capacity = c;
-                    self.outbox.event(now, EventType::Node, &id, "", ChangeType::Set, ChangeDetail::NodeCapacity, "capacity changed".to_string());
+                    self.outbox.event(
+                        now,
+                        EventType::Node,
+                        &id,
+                        "",
+                        ChangeType::Set,
+                        ChangeDetail::NodeCapacity,
+                        "capacity changed".to_string(),
+                    );
                 }
                 let node = &mut self.nodes[n];
                 if let Some(o) = occupied {
@@ -743,15 +997,25 @@ impl Partition {
 
     fn set_schedulable(&mut self, n: NodeId, schedulable: bool, now: u64) {
         self.nodes[n].schedulable = schedulable;
-        if !schedulable {
-            if let Some(ask) = self.nodes[n].reserved_by {
-                self.unreserve(ask);
-            }
+        if !schedulable && let Some(ask) = self.nodes[n].reserved_by {
+            self.unreserve(ask);
         }
         self.rekey_node(n);
         let id = self.nodes[n].id.clone();
-        let msg = if schedulable { "node schedulable" } else { "node draining" };
-        self.outbox.event(now, EventType::Node, &id, "", ChangeType::Set, ChangeDetail::NodeSchedulable, msg.to_string());
+        let msg = if schedulable {
+            "node schedulable"
+        } else {
+            "node draining"
+        };
+        self.outbox.event(
+            now,
+            EventType::Node,
+            &id,
+            "",
+            ChangeType::Set,
+            ChangeDetail::NodeSchedulable,
+            msg.to_string(),
+        );
     }
 
     /// Removes a node, releasing (and reporting) its allocations.
@@ -763,14 +1027,27 @@ impl Partition {
         let mut touched = Vec::new();
         for a in allocs {
             touched.push(self.allocs[a].app);
-            self.release_allocation(a, si::TerminationType::StoppedByRm, "node decommissioned", now);
+            self.release_allocation(
+                a,
+                si::TerminationType::StoppedByRm,
+                "node decommissioned",
+                now,
+            );
         }
         self.nodes[n].schedulable = false;
         self.rekey_node(n);
         let node = self.nodes.remove(n);
         self.node_by_id.remove(&node.id);
         self.total_capacity.sub_assign(&node.capacity);
-        self.outbox.event(now, EventType::Node, &node.id, "", ChangeType::Remove, ChangeDetail::NodeDecomission, "node removed".to_string());
+        self.outbox.event(
+            now,
+            EventType::Node,
+            &node.id,
+            "",
+            ChangeType::Remove,
+            ChangeDetail::NodeDecomission,
+            "node removed".to_string(),
+        );
         for app in touched {
             if self.apps.contains(app) {
                 self.check_completing(app, now);
@@ -782,13 +1059,17 @@ impl Partition {
 
     /// Drops the reservation an ask holds, if any.
     pub fn unreserve(&mut self, ask: AskId) {
-        let Some(a) = self.asks.get_mut(ask) else { return };
-        let Some(n) = a.reserved_node.take() else { return };
+        let Some(a) = self.asks.get_mut(ask) else {
+            return;
+        };
+        let Some(n) = a.reserved_node.take() else {
+            return;
+        };
         self.reserved_asks.remove(&ask);
-        if let Some(node) = self.nodes.get_mut(n) {
-            if node.reserved_by == Some(ask) {
-                node.reserved_by = None;
-            }
+        if let Some(node) = self.nodes.get_mut(n)
+            && node.reserved_by == Some(ask)
+        {
+            node.reserved_by = None;
         }
     }
 
@@ -801,12 +1082,14 @@ impl Partition {
         a.reported_state = state as i32;
         let app = self.apps[a.app].id.to_string();
         let key = a.key.to_string();
-        self.outbox.states.push(si::UpdateContainerSchedulingStateRequest {
-            application_id: app,
-            allocation_key: key,
-            state: state as i32,
-            reason: reason.to_string(),
-        });
+        self.outbox
+            .states
+            .push(si::UpdateContainerSchedulingStateRequest {
+                application_id: app,
+                allocation_key: key,
+                state: state as i32,
+                reason: reason.to_string(),
+            });
     }
 }
 
@@ -846,5 +1129,7 @@ fn find_queue_config<'a>(
     if !path.starts_with(&format!("{here}.")) {
         return None;
     }
-    q.queues.iter().find_map(|c| find_queue_config(c, path, Some(&here)))
+    q.queues
+        .iter()
+        .find_map(|c| find_queue_config(c, path, Some(&here)))
 }

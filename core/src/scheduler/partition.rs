@@ -8,7 +8,7 @@
 //! orders never need a rescan.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, VecDeque};
 use std::sync::Arc;
 
 use slab::Slab;
@@ -58,6 +58,7 @@ impl Outbox {
     }
 
     /// Records an event.
+    #[allow(clippy::too_many_arguments)] // one argument per field of the record
     pub fn event(
         &mut self,
         now: u64,
@@ -106,11 +107,11 @@ pub struct Partition {
     /// Queue arena; `ROOT` is the root. Removed dynamic queues leave a tombstone.
     pub queues: Vec<Queue>,
     /// Queue by full path.
-    pub queue_by_path: HashMap<Arc<str>, QueueId>,
+    pub queue_by_path: FastMap<Arc<str>, QueueId>,
     /// Applications.
     pub apps: Slab<App>,
     /// Application by id.
-    pub app_by_id: HashMap<Arc<str>, AppId>,
+    pub app_by_id: FastMap<Arc<str>, AppId>,
     /// Applications that left their queue, newest last.
     pub completed_apps: VecDeque<CompletedApp>,
     /// Asks.
@@ -118,11 +119,11 @@ pub struct Partition {
     /// Allocations.
     pub allocs: Slab<Allocation>,
     /// Allocation by id.
-    pub alloc_by_id: HashMap<Arc<str>, AllocId>,
+    pub alloc_by_id: FastMap<Arc<str>, AllocId>,
     /// Nodes.
     pub nodes: Slab<Node>,
     /// Node by id.
-    pub node_by_id: HashMap<Arc<str>, NodeId>,
+    pub node_by_id: FastMap<Arc<str>, NodeId>,
     /// Schedulable nodes by usage score.
     pub node_index: BTreeSet<NodeKey>,
     /// Fair (least used first) or binpacking (most used first).
@@ -151,6 +152,8 @@ pub struct Partition {
     pub completing_timeout: u64,
     /// The scheduler's resource names.
     pub names: Arc<ResourceNames>,
+    /// Applications whose asks changed since their last re-key.
+    pub dirty_apps: Vec<AppId>,
 }
 
 /// Why a configuration could not be turned into queues.
@@ -168,15 +171,15 @@ impl Partition {
             name,
             rm_id,
             queues: Vec::new(),
-            queue_by_path: HashMap::new(),
+            queue_by_path: FastMap::default(),
             apps: Slab::new(),
-            app_by_id: HashMap::new(),
+            app_by_id: FastMap::default(),
             completed_apps: VecDeque::new(),
             asks: Slab::new(),
             allocs: Slab::new(),
-            alloc_by_id: HashMap::new(),
+            alloc_by_id: FastMap::default(),
             nodes: Slab::new(),
-            node_by_id: HashMap::new(),
+            node_by_id: FastMap::default(),
             node_index: BTreeSet::new(),
             node_sort: NodeSortKind::Fair,
             node_weights: Vec::new(),
@@ -191,6 +194,7 @@ impl Partition {
             parked_apps: Vec::new(),
             completing_timeout: 30_000_000_000,
             names,
+            dirty_apps: Vec::new(),
         };
         partition.apply_config(config, 0)?;
         Ok(partition)
@@ -275,10 +279,16 @@ impl Partition {
     }
 
     /// Adds a queue under `parent` (none only for the root).
-    pub fn create_queue(&mut self, path: &str, parent: Option<QueueId>, is_parent: bool) -> QueueId {
+    pub fn create_queue(
+        &mut self,
+        path: &str,
+        parent: Option<QueueId>,
+        is_parent: bool,
+    ) -> QueueId {
         let id = self.queues.len();
         let path: Arc<str> = Arc::from(path);
-        self.queues.push(Queue::new(path.clone(), parent, is_parent));
+        self.queues
+            .push(Queue::new(path.clone(), parent, is_parent));
         self.queue_by_path.insert(path, id);
         if let Some(p) = parent {
             self.queues[p].children.push(id);
@@ -395,11 +405,12 @@ impl Partition {
                 continue;
             }
             let used = (node.allocated.get(i).saturating_add(node.occupied.get(i))).max(0);
-            let share = ((used as u128) * u128::from(SHARE_SCALE) / (cap as u128)).min(u128::from(u64::MAX));
+            let share = ((used as u128) * u128::from(SHARE_SCALE) / (cap as u128))
+                .min(u128::from(u64::MAX));
             score = score.saturating_add((share as u64 / 1000).saturating_mul(w));
             weight_sum += w;
         }
-        if weight_sum == 0 { 0 } else { score / weight_sum }
+        score.checked_div(weight_sum).unwrap_or(0)
     }
 
     /// Puts a node at its place in the node index (or out of it when it cannot
@@ -468,7 +479,11 @@ impl Partition {
 
     fn queue_key(&self, id: QueueId) -> Option<QueueKey> {
         let q = &self.queues[id];
-        let has_work = if q.is_parent { !q.child_order.is_empty() } else { !q.app_order.is_empty() };
+        let has_work = if q.is_parent {
+            !q.child_order.is_empty()
+        } else {
+            !q.app_order.is_empty()
+        };
         if !has_work {
             return None;
         }
@@ -479,6 +494,18 @@ impl Partition {
             Reverse(q.pending.dominant_share(&base)),
             id,
         ))
+    }
+
+    /// Re-keys the applications whose asks changed in a batch of requests.
+    pub fn rekey_dirty(&mut self) {
+        let mut dirty = std::mem::take(&mut self.dirty_apps);
+        dirty.sort_unstable();
+        dirty.dedup();
+        for app in dirty {
+            if self.apps.contains(app) {
+                self.rekey_app(app);
+            }
+        }
     }
 
     /// Re-keys `id` and every ancestor in their parents' orders.
@@ -712,7 +739,10 @@ fn plan_queue(
     for (k, v) in &q.properties {
         properties.insert(k.clone(), v.clone());
     }
-    let app_sort = match properties.get("application.sort.policy").map(String::as_str) {
+    let app_sort = match properties
+        .get("application.sort.policy")
+        .map(String::as_str)
+    {
         Some("fair") => AppSortPolicy::Fair,
         _ => AppSortPolicy::Fifo,
     };
@@ -752,10 +782,16 @@ fn plan_queue(
     Ok(())
 }
 
-fn node_weights(config: &PartitionConfig, names: &ResourceNames) -> Result<Vec<(usize, u64)>, BuildError> {
+fn node_weights(
+    config: &PartitionConfig,
+    names: &ResourceNames,
+) -> Result<Vec<(usize, u64)>, BuildError> {
     let weights = &config.node_sort_policy.resource_weights;
     if weights.is_empty() {
-        return Ok(vec![(crate::resources::VCORE, 1000), (crate::resources::MEMORY, 1000)]);
+        return Ok(vec![
+            (crate::resources::VCORE, 1000),
+            (crate::resources::MEMORY, 1000),
+        ]);
     }
     let mut out = Vec::new();
     for (name, &w) in weights {

@@ -233,7 +233,13 @@ fn provided_rule_with_create() {
         "error: application app-1 rejected: cannot create queue root.bad$name: 'bad$name' is not a valid queue name",
     );
     // The nearest existing ancestor's ACL decides; a draining one refuses new children.
-    check(rules, "user=carol queue=root.locked2", "root.default");
+    check(
+        rules,
+        "user=carol queue=root.locked2",
+        &format!(
+            "{NO_MATCH} (rule 1 (provided): user carol may not submit to root, the nearest existing ancestor of root.locked2; fallback: user carol may not submit to queue root.default)"
+        ),
+    );
     check(
         rules,
         "user=alice queue=root.d.sub",
@@ -385,11 +391,8 @@ fn rules_run_in_order() {
         "root.users.alice (create)",
     );
     // A rule whose queue the user may not use passes to the next rule.
-    check(
-        rules,
-        "user=bob queue=root.locked",
-        "root.users.bob (create)",
-    );
+    let acl = "placementrules: [{name: provided}, {name: fixed, value: root.locked}]";
+    check(acl, "user=carol queue=root.a", "root.locked");
 }
 
 #[test]
