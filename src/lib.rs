@@ -5,4 +5,13 @@ pub use unisched_core as core;
 pub use unisched_shim_api as shim_api;
 pub use unisched_si as si;
 
+pub mod bench;
 pub mod cli;
+pub mod scenario;
+pub mod simulate;
+pub mod workload;
+
+/// The README's embedding example, compiled and run as a doctest.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -1,10 +1,15 @@
-//! The `unisched` command line: simulate, scenario, check-config, bench.
+//! The `unisched` command line: simulate, scenario, check-config, bench, soak, serve.
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
 use unisched::cli;
+
+// The core allocates small objects at a high rate (allocation records, wire
+// messages); mimalloc halves the time spent in the allocator (BENCHMARKS.md).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// unisched: a cluster scheduler core.
 #[derive(Debug, Parser)]
@@ -24,6 +29,10 @@ enum Command {
     CheckConfig(cli::check_config::CheckConfigArgs),
     /// Run a throughput benchmark workload.
     Bench(cli::bench::BenchArgs),
+    /// Run the seeded deterministic simulation with fault injection and invariant checks.
+    Soak(cli::soak::SoakArgs),
+    /// Serve the scheduler over gRPC and REST.
+    Serve(cli::serve::ServeArgs),
 }
 
 fn main() -> ExitCode {
@@ -34,5 +43,7 @@ fn main() -> ExitCode {
         Command::Scenario(a) => cli::scenario::run(a),
         Command::CheckConfig(a) => cli::check_config::run(a),
         Command::Bench(a) => cli::bench::run(a),
+        Command::Soak(a) => cli::soak::run(a),
+        Command::Serve(a) => cli::serve::run(a),
     }
 }

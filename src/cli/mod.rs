@@ -3,7 +3,9 @@
 pub mod bench;
 pub mod check_config;
 pub mod scenario;
+pub mod serve;
 pub mod simulate;
+pub mod soak;
 
 /// Version string with the git revision the binary was built from.
 pub const VERSION: &str = concat!(

@@ -39,8 +39,13 @@ pub const MAX_CONFIG_BYTES: usize = 4 * 1024 * 1024;
 /// of a chain of nested placement rules.
 pub const MAX_QUEUE_DEPTH: usize = 32;
 
-/// Errors beyond this many are not given a line and column (each costs a re-parse).
+/// Locating an error re-parses the text, so only the first errors get a line and
+/// column: at most this many, and no more than [`LOCATE_BUDGET_BYTES`] re-parsed in all
+/// (but always the first error).
 const MAX_LOCATED_ERRORS: usize = 64;
+
+/// Total text re-parsed to locate errors.
+const LOCATE_BUDGET_BYTES: usize = 32 * 1024 * 1024;
 
 /// A parsed, normalized and validated queue configuration.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -352,11 +357,12 @@ pub fn parse(text: &str) -> Result<SchedulerConfig, ConfigErrors> {
     let raw: raw::RawScheduler = serde_yaml::from_str(text).map_err(|e| decode_error(&e))?;
     let (partitions, problems) = validate::build(raw);
     if !problems.is_empty() {
+        let located = (LOCATE_BUDGET_BYTES / text.len().max(1)).clamp(1, MAX_LOCATED_ERRORS);
         let errors = problems
             .into_iter()
             .enumerate()
             .map(|(i, p)| {
-                let at = if i < MAX_LOCATED_ERRORS {
+                let at = if i < located {
                     locate::locate(text, &p.at)
                 } else {
                     None

@@ -57,6 +57,9 @@ pub struct QueueInfo {
 }
 
 /// Live queue state, implemented by the scheduler.
+///
+/// Paths are passed as the rules build them; configured names compare
+/// case-insensitively, so implementations should look paths up that way too.
 pub trait QueueLookup {
     /// The queue at a full path (`root.a.b`), if it exists.
     fn lookup(&self, path: &str) -> Option<QueueInfo>;

@@ -357,7 +357,8 @@ impl Partition {
         }
         self.unreserve(ask);
         self.remove_pending(app, &res);
-        let id: std::sync::Arc<str> = std::sync::Arc::from(format!("{key}-{number}"));
+        let id_text = allocation_id(&key, number);
+        let id: std::sync::Arc<str> = std::sync::Arc::from(id_text.as_str());
         let wire = si::Allocation {
             allocation_key: key.to_string(),
             allocation_tags: tags,
@@ -368,7 +369,7 @@ impl Partition {
             partition_name: self.plain_name().to_string(),
             task_group_name: task_group,
             placeholder,
-            allocation_id: id.to_string(),
+            allocation_id: id_text,
             originator,
             preemption_policy: Some(preemption),
         };
@@ -385,5 +386,40 @@ impl Partition {
         }
         self.rekey_app(app);
         ctx.made += 1;
+    }
+}
+
+/// `key-number`, the id of the `number`th allocation of an ask (as upstream
+/// numbers them). Built by hand: this runs once per allocation.
+fn allocation_id(key: &str, number: u32) -> String {
+    let mut digits = [0u8; 10];
+    let mut n = number;
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let mut id = String::with_capacity(key.len() + 1 + digits.len() - i);
+    id.push_str(key);
+    id.push('-');
+    for &d in &digits[i..] {
+        id.push(char::from(d));
+    }
+    id
+}
+
+#[cfg(test)]
+mod tests {
+    use super::allocation_id;
+
+    #[test]
+    fn allocation_ids_number_from_zero() {
+        assert_eq!(allocation_id("task", 0), "task-0");
+        assert_eq!(allocation_id("a-b", 17), "a-b-17");
+        assert_eq!(allocation_id("k", u32::MAX), "k-4294967295");
     }
 }

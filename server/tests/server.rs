@@ -1,0 +1,431 @@
+//! End-to-end tests of the server on ephemeral loopback ports: gRPC streams, the
+//! remote client, REST routes and the bearer token.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::Request;
+use unisched_core::{Scheduler, SchedulerOptions};
+use unisched_server::{RemoteScheduler, RunningServer, ServerOptions, Token};
+use unisched_shim_api::SchedulerApi;
+use unisched_shim_api::recording::RecordingCallback;
+use unisched_si as si;
+use unisched_si::scheduler_client::SchedulerClient;
+
+const RM: &str = "rm-1";
+const WAIT: Duration = Duration::from_secs(5);
+
+fn res(mem: i64, vcore: i64) -> Option<si::Resource> {
+    Some(si::Resource {
+        resources: [
+            ("memory".to_string(), si::Quantity { value: mem }),
+            ("vcore".to_string(), si::Quantity { value: vcore }),
+        ]
+        .into(),
+    })
+}
+
+fn nodes(ids: &[&str]) -> si::NodeRequest {
+    si::NodeRequest {
+        nodes: ids
+            .iter()
+            .map(|id| si::NodeInfo {
+                node_id: id.to_string(),
+                action: si::node_info::ActionFromRm::Create as i32,
+                schedulable_resource: res(1000, 4000),
+                ..Default::default()
+            })
+            .collect(),
+        rm_id: RM.to_string(),
+    }
+}
+
+fn app(id: &str) -> si::ApplicationRequest {
+    si::ApplicationRequest {
+        new: vec![si::AddApplicationRequest {
+            application_id: id.to_string(),
+            queue_name: "root.default".to_string(),
+            partition_name: "default".to_string(),
+            ugi: Some(si::UserGroupInformation {
+                user: "alice".to_string(),
+                groups: vec![],
+            }),
+            ..Default::default()
+        }],
+        rm_id: RM.to_string(),
+        ..Default::default()
+    }
+}
+
+fn asks(app: &str, n: usize) -> si::AllocationRequest {
+    si::AllocationRequest {
+        asks: (0..n)
+            .map(|i| si::AllocationAsk {
+                allocation_key: format!("{app}-{i}"),
+                application_id: app.to_string(),
+                partition_name: "default".to_string(),
+                resource_ask: res(100, 100),
+                max_allocations: 1,
+                ..Default::default()
+            })
+            .collect(),
+        rm_id: RM.to_string(),
+        ..Default::default()
+    }
+}
+
+fn register() -> si::RegisterResourceManagerRequest {
+    si::RegisterResourceManagerRequest {
+        rm_id: RM.to_string(),
+        policy_group: "queues".to_string(),
+        ..Default::default()
+    }
+}
+
+async fn start(token: Option<&str>) -> (Scheduler, RunningServer) {
+    let scheduler = Scheduler::start(SchedulerOptions::default());
+    let options = ServerOptions {
+        grpc_addr: "127.0.0.1:0".parse().unwrap(),
+        http_addr: "127.0.0.1:0".parse().unwrap(),
+        token: Token::new(token),
+        ..ServerOptions::default()
+    };
+    let server = unisched_server::start(scheduler.clone(), options)
+        .await
+        .expect("server starts");
+    (scheduler, server)
+}
+
+async fn client(server: &RunningServer) -> SchedulerClient<tonic::transport::Channel> {
+    SchedulerClient::connect(format!("http://{}", server.grpc_addr))
+        .await
+        .expect("connect")
+}
+
+/// A stream of requests for a bidirectional call, and its sender.
+fn outgoing<T>() -> (tokio::sync::mpsc::Sender<T>, ReceiverStream<T>) {
+    let (tx, rx) = tokio::sync::mpsc::channel(16);
+    (tx, ReceiverStream::new(rx))
+}
+
+/// Minimal HTTP/1.1 client: returns (status, body).
+async fn http(
+    server: &RunningServer,
+    method: &str,
+    path: &str,
+    headers: &str,
+    body: &[u8],
+) -> (u16, String) {
+    let mut conn = tokio::net::TcpStream::connect(server.http_addr)
+        .await
+        .unwrap();
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\nContent-Length: {}\r\n{headers}\r\n",
+        body.len()
+    );
+    conn.write_all(head.as_bytes()).await.unwrap();
+    conn.write_all(body).await.unwrap();
+    let mut raw = Vec::new();
+    conn.read_to_end(&mut raw).await.unwrap();
+    let text = String::from_utf8_lossy(&raw).to_string();
+    let status = text[9..12].parse().unwrap();
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (status, body)
+}
+
+async fn get_json(server: &RunningServer, path: &str) -> serde_json::Value {
+    let (status, body) = http(server, "GET", path, "", b"").await;
+    assert_eq!(status, 200, "{path}: {body}");
+    serde_json::from_str(&body).unwrap_or_else(|e| panic!("{path}: {e}: {body}"))
+}
+
+/// Registers, reports nodes, an app and asks over the streams, and waits for
+/// `n` allocations on the UpdateAllocation stream.
+async fn allocate_over_grpc(server: &RunningServer, n: usize) -> Vec<si::Allocation> {
+    let mut c = client(server).await;
+    c.register_resource_manager(register())
+        .await
+        .expect("register");
+    // The node stream binds by its first message; the others by metadata.
+    let (node_tx, node_out) = outgoing();
+    node_tx.send(nodes(&["n1", "n2"])).await.unwrap();
+    let mut node_in = c.update_node(node_out).await.unwrap().into_inner();
+    let accepted = node_in.message().await.unwrap().unwrap();
+    assert_eq!(accepted.accepted.len(), 2, "{accepted:?}");
+
+    let (app_tx, app_out) = outgoing();
+    let mut req = Request::new(app_out);
+    req.metadata_mut().insert("rmid", RM.parse().unwrap());
+    let mut app_in = c.update_application(req).await.unwrap().into_inner();
+    app_tx.send(app("app-1")).await.unwrap();
+    let app_resp = app_in.message().await.unwrap().unwrap();
+    assert_eq!(app_resp.accepted.len(), 1, "{app_resp:?}");
+
+    let (alloc_tx, alloc_out) = outgoing();
+    let mut alloc_in = c.update_allocation(alloc_out).await.unwrap().into_inner();
+    alloc_tx.send(asks("app-1", n)).await.unwrap();
+    let mut got = Vec::new();
+    while got.len() < n {
+        let resp = tokio::time::timeout(WAIT, alloc_in.message())
+            .await
+            .expect("allocations in time")
+            .unwrap()
+            .expect("stream open");
+        got.extend(resp.new);
+    }
+    got
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grpc_streams_carry_requests_in_and_allocations_out() {
+    let (_sched, server) = start(None).await;
+    let allocs = allocate_over_grpc(&server, 3).await;
+    assert_eq!(allocs.len(), 3);
+    assert!(
+        allocs
+            .iter()
+            .all(|a| a.application_id == "app-1" && !a.node_id.is_empty())
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn responses_before_the_stream_opens_are_buffered() {
+    let (_sched, server) = start(None).await;
+    let mut c = client(&server).await;
+    c.register_resource_manager(register()).await.unwrap();
+    // Nodes go in on a stream that is dropped before reading anything...
+    let (tx, out) = outgoing();
+    tx.send(nodes(&["n1"])).await.unwrap();
+    drop(tx);
+    let first = c.update_node(out).await.unwrap().into_inner();
+    drop(first);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    // ...and the acceptance arrives on the next node stream of the RM.
+    let (_tx, out) = outgoing::<si::NodeRequest>();
+    let mut req = Request::new(out);
+    req.metadata_mut().insert("rmid", RM.parse().unwrap());
+    let mut again = c.update_node(req).await.unwrap().into_inner();
+    let resp = tokio::time::timeout(WAIT, again.message())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(resp.accepted[0].node_id, "n1");
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_rm_ends_the_stream_with_failed_precondition() {
+    let (_sched, server) = start(None).await;
+    let mut c = client(&server).await;
+    let (tx, out) = outgoing();
+    tx.send(nodes(&["n1"])).await.unwrap();
+    let mut stream = c.update_node(out).await.unwrap().into_inner();
+    let err = stream.message().await.unwrap_err();
+    assert_eq!(err.code(), tonic::Code::FailedPrecondition, "{err}");
+    let bad = si::RegisterResourceManagerRequest {
+        config: "partitions: [".to_string(),
+        ..register()
+    };
+    let err = c.register_resource_manager(bad).await.unwrap_err();
+    assert_eq!(err.code(), tonic::Code::InvalidArgument, "{err}");
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_scheduler_round_trip() {
+    let (_sched, server) = start(Some("t0ken")).await;
+    let endpoint = format!("http://{}", server.grpc_addr);
+    let rm = Arc::new(RecordingCallback::new());
+    let cb = rm.clone();
+    let count = tokio::task::spawn_blocking(move || {
+        let remote = RemoteScheduler::connect(&endpoint, Some("t0ken")).expect("connect");
+        let api: &dyn SchedulerApi = &remote;
+        api.register_resource_manager(register(), cb.clone())
+            .expect("register");
+        api.update_node(nodes(&["n1"])).unwrap();
+        api.update_application(app("app-1")).unwrap();
+        api.update_allocation(asks("app-1", 4)).unwrap();
+        let n = cb.wait_for_allocations(4, WAIT);
+        let unknown = api.update_node(si::NodeRequest {
+            rm_id: "other".to_string(),
+            ..Default::default()
+        });
+        assert!(matches!(
+            unknown,
+            Err(unisched_shim_api::SchedulerError::UnknownResourceManager { .. })
+        ));
+        n
+    })
+    .await
+    .unwrap();
+    assert_eq!(count, 4);
+    let recorded = rm.recorded();
+    assert_eq!(recorded.accepted_nodes().count(), 1);
+    assert_eq!(recorded.accepted_applications().count(), 1);
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn token_is_required_when_set() {
+    let (_sched, server) = start(Some("s3cret")).await;
+    let mut c = client(&server).await;
+    let err = c.register_resource_manager(register()).await.unwrap_err();
+    assert_eq!(err.code(), tonic::Code::Unauthenticated);
+    let mut wrong = Request::new(register());
+    wrong
+        .metadata_mut()
+        .insert("authorization", "Bearer nope".parse().unwrap());
+    let err = c.register_resource_manager(wrong).await.unwrap_err();
+    assert_eq!(err.code(), tonic::Code::Unauthenticated);
+    // Nothing was applied: no partition exists.
+    assert_eq!(
+        get_json(&server, "/ws/v1/partitions").await,
+        serde_json::json!([])
+    );
+    let mut right = Request::new(register());
+    right
+        .metadata_mut()
+        .insert("authorization", "Bearer s3cret".parse().unwrap());
+    c.register_resource_manager(right).await.expect("admitted");
+
+    let (status, _) = http(
+        &server,
+        "POST",
+        "/ws/v1/validate-conf",
+        "",
+        b"partitions: []",
+    )
+    .await;
+    assert_eq!(status, 401);
+    let auth = "Authorization: Bearer s3cret\r\n";
+    let (status, _) = http(
+        &server,
+        "POST",
+        "/ws/v1/validate-conf",
+        auth,
+        b"partitions: []",
+    )
+    .await;
+    assert_eq!(status, 200);
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rest_routes_return_yunikorn_shaped_json() {
+    let (_sched, server) = start(None).await;
+    allocate_over_grpc(&server, 2).await;
+
+    let parts = get_json(&server, "/ws/v1/partitions").await;
+    assert_eq!(parts[0]["name"], "default");
+    assert_eq!(parts[0]["clusterId"], RM);
+    assert_eq!(parts[0]["totalNodes"], 2);
+    assert_eq!(parts[0]["capacity"]["capacity"]["memory"], 2000);
+    assert_eq!(parts[0]["capacity"]["usedCapacity"]["memory"], 200);
+
+    let root = get_json(&server, "/ws/v1/partition/default/queues").await;
+    assert_eq!(root["queuename"], "root");
+    assert_eq!(root["isLeaf"], false);
+    assert_eq!(root["children"][0]["queuename"], "root.default");
+    assert_eq!(root["children"][0]["allocatedResource"]["memory"], 200);
+
+    let nodes = get_json(&server, "/ws/v1/partition/[rm-1]default/nodes").await;
+    assert_eq!(nodes.as_array().unwrap().len(), 2);
+    assert!(nodes[0]["nodeID"].is_string() && nodes[0]["schedulable"] == true);
+
+    let apps = get_json(
+        &server,
+        "/ws/v1/partition/default/queue/root.default/applications",
+    )
+    .await;
+    assert_eq!(apps[0]["applicationID"], "app-1");
+    assert_eq!(apps[0]["queueName"], "root.default");
+    assert_eq!(apps[0]["allocations"].as_array().unwrap().len(), 2);
+    let all = get_json(&server, "/ws/v1/partition/default/applications").await;
+    assert_eq!(all, apps);
+
+    let health = get_json(&server, "/ws/v1/scheduler/healthcheck").await;
+    assert_eq!(health["Healthy"], true, "{health}");
+    assert_eq!(health["HealthChecks"].as_array().unwrap().len(), 4);
+
+    let (status, metrics) = http(&server, "GET", "/ws/v1/metrics", "", b"").await;
+    assert_eq!(status, 200);
+    assert!(
+        metrics.contains("yunikorn_scheduler_node{state=\"active\"} 2"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("yunikorn_queue_resource{"), "{metrics}");
+
+    let ok = http(
+        &server,
+        "POST",
+        "/ws/v1/validate-conf",
+        "",
+        unisched_core::scheduler::DEFAULT_CONFIG.as_bytes(),
+    )
+    .await;
+    assert_eq!(ok.0, 200);
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&ok.1).unwrap(),
+        serde_json::json!({"allowed": true})
+    );
+    let bad = http(
+        &server,
+        "POST",
+        "/ws/v1/validate-conf",
+        "",
+        b"partitions: [",
+    )
+    .await;
+    let bad: serde_json::Value = serde_json::from_str(&bad.1).unwrap();
+    assert_eq!(bad["allowed"], false);
+    assert!(bad["reason"].as_str().is_some_and(|r| !r.is_empty()));
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_requests_get_4xx_not_panics() {
+    let (_sched, server) = start(None).await;
+    for (method, path, body, want) in [
+        ("POST", "/ws/v1/validate-conf", &b"\xff\xfe"[..], 400),
+        ("GET", "/ws/v1/partition/nope/nodes", &b""[..], 404),
+        ("GET", "/ws/v1/partition/nope/queues", &b""[..], 404),
+        ("GET", "/ws/v1/no-such-route", &b""[..], 404),
+        ("GET", "/ws/v1/validate-conf", &b""[..], 405),
+    ] {
+        let (status, body) = http(&server, method, path, "", body).await;
+        assert_eq!(status, want, "{method} {path}: {body}");
+    }
+    let big = vec![b'#'; unisched_server::MAX_BODY_BYTES + 1];
+    let (status, _) = http(&server, "POST", "/ws/v1/validate-conf", "", &big).await;
+    assert_eq!(status, 413);
+    let (status, _) = http(&server, "GET", "/ws/v1/scheduler/healthcheck", "", b"").await;
+    assert_eq!(status, 200);
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_disconnecting_mid_stream_leaves_server_healthy() {
+    let (_sched, server) = start(None).await;
+    {
+        // A client that registers, opens a stream, sends, and vanishes.
+        let mut c = client(&server).await;
+        c.register_resource_manager(register()).await.unwrap();
+        let (tx, out) = outgoing();
+        let _stream = c.update_node(out).await.unwrap().into_inner();
+        tx.send(nodes(&["n0"])).await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    // A new connection works end to end, and the core is consistent.
+    let allocs = allocate_over_grpc(&server, 1).await;
+    assert_eq!(allocs.len(), 1);
+    let health = get_json(&server, "/ws/v1/scheduler/healthcheck").await;
+    assert_eq!(health["Healthy"], true, "{health}");
+    server.shutdown().await;
+}
