@@ -425,3 +425,66 @@ fn a_panicking_callback_does_not_stop_scheduling() {
     assert_eq!(snap.allocations.len(), 4);
     assert_eq!(rm.0.allocation_count(), 4);
 }
+
+#[test]
+fn user_limit_blocks_the_second_app_of_the_same_user() {
+    // Acceptance scenario 12: a user limit of 3 vcore on the leaf.
+    let config = "
+partitions:
+  - name: default
+    queues:
+      - name: root
+        submitacl: '*'
+        queues:
+          - name: leaf
+            limits:
+              - limit: per user
+                users: ['*']
+                maxresources: {vcore: 3}
+";
+    let h = Harness::new(config);
+    h.nodes(&[("n1", 1000, 100_000)]);
+    h.app("app-1", "root.leaf");
+    h.asks("app-1", "a", 1, 10, 3000);
+    assert_eq!(h.snapshot().allocations.len(), 1);
+    h.app("app-2", "root.leaf");
+    h.asks("app-2", "b", 1, 10, 3000);
+    let snap = h.snapshot();
+    assert_eq!(snap.allocations.len(), 1, "alice is at her 3 vcore limit");
+    assert_eq!(snap.application("app-2").unwrap().state, "Accepted");
+    h.release(si::AllocationRelease {
+        partition_name: "default".to_string(),
+        application_id: "app-1".to_string(),
+        ..Default::default()
+    });
+    let snap = h.snapshot();
+    assert_eq!(snap.allocations.len(), 1);
+    assert_eq!(snap.allocations[0].application_id, "app-2");
+}
+
+#[test]
+fn queue_max_applications_holds_back_a_second_app() {
+    let config = "
+partitions:
+  - name: default
+    queues:
+      - name: root
+        submitacl: '*'
+        queues:
+          - name: parent
+            maxapplications: 1
+            queues:
+              - name: leaf
+                maxapplications: 1
+";
+    let h = Harness::new(config);
+    h.nodes(&[("n1", 1000, 100_000)]);
+    h.app("app-1", "root.parent.leaf");
+    h.asks("app-1", "a", 1, 10, 1000);
+    h.app("app-2", "root.parent.leaf");
+    h.asks("app-2", "b", 1, 10, 1000);
+    let snap = h.snapshot();
+    assert_eq!(snap.allocations.len(), 1);
+    assert_eq!(snap.application("app-1").unwrap().state, "Running");
+    assert_eq!(snap.application("app-2").unwrap().state, "Accepted");
+}

@@ -118,7 +118,7 @@ impl Partition {
         if !self.fits_headroom(leaf, &res) {
             return;
         }
-        if !self.apps[app].counted_running && !self.can_start_app(leaf) {
+        if !self.can_start(app) || !self.fits_user_limits(app, &res) {
             return;
         }
         let on_reserved = reserved.filter(|&n| {
@@ -178,8 +178,7 @@ impl Partition {
 
     /// Tries the application's asks in order from its cursor; true on an allocation.
     fn try_app(&mut self, app: AppId, ctx: &mut PassContext<'_>) -> bool {
-        let leaf = self.apps[app].queue;
-        if !self.apps[app].counted_running && !self.can_start_app(leaf) {
+        if !self.can_start(app) {
             return false;
         }
         if self.apps[app].cursor_pass != self.pass {
@@ -212,6 +211,11 @@ impl Partition {
             .iter()
             .any(|(q, r)| *q == leaf && res.dominates(r))
         {
+            return false;
+        }
+        // User and group limits first, then the queue headroom. A user limit
+        // failure is specific to the application: not remembered for the leaf.
+        if !self.fits_user_limits(app, &res) {
             return false;
         }
         if !self.fits_headroom(leaf, &res) {

@@ -10,6 +10,7 @@ mod allocate;
 mod command;
 mod dispatch;
 mod engine;
+mod limits;
 mod objects;
 mod ops;
 mod partition;

@@ -88,6 +88,8 @@ pub struct Queue {
     pub app_sort: AppSortPolicy,
     /// Leaf: whether application priority orders first.
     pub sort_priority: bool,
+    /// User and group limits, with the usage tracked against them.
+    pub limits: Option<Box<super::limits::QueueLimits>>,
     /// Submit ACL text as configured.
     pub submit_acl: Option<String>,
     /// Admin ACL text as configured.
@@ -126,6 +128,7 @@ impl Queue {
             properties: BTreeMap::new(),
             app_sort: AppSortPolicy::Fifo,
             sort_priority: true,
+            limits: None,
             submit_acl: None,
             admin_acl: None,
             allocated: Resource::ZERO,
@@ -237,9 +240,11 @@ pub struct App {
     /// Leaf queue.
     pub queue: QueueId,
     /// Owner.
-    pub user: String,
+    pub user: Arc<str>,
     /// Owner's groups.
     pub groups: Vec<String>,
+    /// The group whose limits apply to this application, if any.
+    pub limit_group: Option<Arc<str>>,
     /// Tags given at submission.
     #[allow(dead_code)] // read by placement and gang scheduling
     pub tags: BTreeMap<String, String>,

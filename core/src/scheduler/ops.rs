@@ -68,8 +68,9 @@ impl Partition {
         let app = self.apps.insert(App {
             id: app_id.clone(),
             queue,
-            user,
+            user: Arc::from(user.as_str()),
             groups,
+            limit_group: None,
             tags,
             state: AppState::New,
             state_since: now,
@@ -88,6 +89,7 @@ impl Partition {
             counted_running: false,
         });
         self.app_by_id.insert(app_id, app);
+        self.apps[app].limit_group = self.limit_group_for(app);
         self.queues[queue].apps.insert(app);
         self.outbox
             .application

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use slab::Slab;
 use unisched_si as si;
 
+use super::limits::QueueLimits;
 use super::objects::*;
 use crate::config::{NodeSortKind, PartitionConfig, QueueConfig};
 use crate::resources::{NameTable, Resource, ResourceNames, SHARE_SCALE};
@@ -90,7 +91,7 @@ pub struct CompletedApp {
     /// Queue path it ran in.
     pub queue: Arc<str>,
     /// Owner.
-    pub user: String,
+    pub user: Arc<str>,
     /// Final state.
     pub state: AppState,
     /// Submission time.
@@ -208,6 +209,15 @@ impl Partition {
         let names = names.as_ref();
         let mut plan = Vec::new();
         plan_queue(&config.root, None, &BTreeMap::new(), names, &mut plan)?;
+        // Partition limits are the root queue's.
+        if !config.limits.is_empty()
+            && let Some(root) = plan.first_mut()
+        {
+            let mut all = config.limits.clone();
+            all.extend(config.root.limits.iter().cloned());
+            root.limits = QueueLimits::from_config(&all, names)
+                .map_err(|e| format!("partition limits: {e}"))?;
+        }
         let weights = node_weights(&config, names)?;
 
         let mut seen = BTreeSet::new();
@@ -246,6 +256,7 @@ impl Partition {
             q.properties = planned.properties;
             q.submit_acl = planned.submit_acl;
             q.admin_acl = planned.admin_acl;
+            q.limits = planned.limits;
         }
         for id in 0..self.queues.len() {
             let q = &self.queues[id];
@@ -272,10 +283,122 @@ impl Partition {
             self.rekey_node(n);
         }
         let app_ids: Vec<AppId> = self.apps.iter().map(|(id, _)| id).collect();
-        for a in app_ids {
+        for &a in &app_ids {
             self.rekey_app(a);
         }
+        self.retrack_limits();
         Ok(())
+    }
+
+    /// Recomputes the usage tracked against user and group limits from the
+    /// applications (after the limits changed).
+    fn retrack_limits(&mut self) {
+        for q in &mut self.queues {
+            if let Some(l) = q.limits.as_mut() {
+                l.clear_usage();
+            }
+        }
+        let app_ids: Vec<AppId> = self.apps.iter().map(|(id, _)| id).collect();
+        for app in app_ids {
+            self.apps[app].limit_group = self.limit_group_for(app);
+            let allocs: Vec<AllocId> = self.apps[app]
+                .allocations
+                .values()
+                .flatten()
+                .copied()
+                .collect();
+            for alloc in allocs {
+                let res = self.allocs[alloc].resource;
+                self.track_limits(app, &res, true);
+            }
+            if self.apps[app].counted_running {
+                self.track_limit_apps(app, true);
+            }
+        }
+    }
+
+    /// The group whose limits an application's usage counts against: the first
+    /// of the user's groups a limit on the queue path names, else (with a `*`
+    /// group limit on the path) the user's first group.
+    pub fn limit_group_for(&self, app: AppId) -> Option<Arc<str>> {
+        let a = &self.apps[app];
+        let mut wildcard = false;
+        let mut q = Some(a.queue);
+        while let Some(id) = q {
+            if let Some(l) = &self.queues[id].limits {
+                if let Some(g) = a.groups.iter().find(|g| l.names_group(g)) {
+                    return Some(Arc::from(g.as_str()));
+                }
+                wildcard |= l.has_group_wildcard();
+            }
+            q = self.queues[id].parent;
+        }
+        if wildcard {
+            a.groups.first().map(|g| Arc::from(g.as_str()))
+        } else {
+            None
+        }
+    }
+
+    fn track_limits(&mut self, app: AppId, res: &Resource, add: bool) {
+        let a = &self.apps[app];
+        let (user, group) = (a.user.clone(), a.limit_group.clone());
+        let mut q = Some(a.queue);
+        while let Some(id) = q {
+            if let Some(l) = self.queues[id].limits.as_mut() {
+                l.track_resource(&user, group.as_ref(), res, add);
+            }
+            q = self.queues[id].parent;
+        }
+    }
+
+    fn track_limit_apps(&mut self, app: AppId, running: bool) {
+        let a = &self.apps[app];
+        let (user, group) = (a.user.clone(), a.limit_group.clone());
+        let mut q = Some(a.queue);
+        while let Some(id) = q {
+            if let Some(l) = self.queues[id].limits.as_mut() {
+                l.track_app(&user, group.as_ref(), running);
+            }
+            q = self.queues[id].parent;
+        }
+    }
+
+    /// True when `res` more fits under every user and group limit on the path.
+    pub fn fits_user_limits(&self, app: AppId, res: &Resource) -> bool {
+        let a = &self.apps[app];
+        let mut q = Some(a.queue);
+        while let Some(id) = q {
+            if let Some(l) = &self.queues[id].limits
+                && !l.fits(&a.user, a.limit_group.as_deref(), res)
+            {
+                return false;
+            }
+            q = self.queues[id].parent;
+        }
+        true
+    }
+
+    /// True when the application may start running: queue maxapplications and
+    /// user and group application limits on the path allow one more.
+    pub fn can_start(&self, app: AppId) -> bool {
+        let a = &self.apps[app];
+        if a.counted_running {
+            return true;
+        }
+        if !self.can_start_app(a.queue) {
+            return false;
+        }
+        let mut q = Some(a.queue);
+        while let Some(id) = q {
+            if let Some(l) = &self.queues[id].limits
+                && !l.can_start(&a.user, a.limit_group.as_deref())
+            {
+                return false;
+            }
+            q = self.queues[id].parent;
+        }
+        true
     }
 
     /// Adds a queue under `parent` (none only for the root).
@@ -327,6 +450,7 @@ impl Partition {
 
     /// Adds `res` to the allocated totals of an application, its queues and a node.
     pub fn add_usage(&mut self, app: AppId, node: NodeId, res: &Resource) {
+        self.track_limits(app, res, true);
         self.apps[app].allocated.add_assign(res);
         let mut q = Some(self.apps[app].queue);
         while let Some(id) = q {
@@ -341,6 +465,7 @@ impl Partition {
 
     /// Removes `res` from the allocated totals of an application, its queues and a node.
     pub fn remove_usage(&mut self, app: AppId, node: NodeId, res: &Resource) {
+        self.track_limits(app, res, false);
         self.apps[app].allocated.sub_assign(res);
         let mut q = Some(self.apps[app].queue);
         while let Some(id) = q {
@@ -359,6 +484,7 @@ impl Partition {
             return;
         }
         self.apps[app].counted_running = running;
+        self.track_limit_apps(app, running);
         let mut q = Some(self.apps[app].queue);
         while let Some(id) = q {
             let c = &mut self.queues[id].running_apps;
@@ -605,7 +731,7 @@ impl Partition {
                 ApplicationSnapshot {
                     id: a.id.to_string(),
                     queue: self.queues[a.queue].path.to_string(),
-                    user: a.user.clone(),
+                    user: a.user.to_string(),
                     groups: a.groups.clone(),
                     state: a.state.as_str().to_string(),
                     allocated: map(&a.allocated),
@@ -621,7 +747,7 @@ impl Partition {
                 applications.push(ApplicationSnapshot {
                     id: c.id.to_string(),
                     queue: c.queue.to_string(),
-                    user: c.user.clone(),
+                    user: c.user.to_string(),
                     state: c.state.as_str().to_string(),
                     submission_time: c.submission_time,
                     ..Default::default()
@@ -719,6 +845,7 @@ struct PlannedQueue {
     sort_priority: bool,
     submit_acl: Option<String>,
     admin_acl: Option<String>,
+    limits: Option<Box<QueueLimits>>,
 }
 
 /// Properties a child does not inherit from its parent.
@@ -768,6 +895,8 @@ fn plan_queue(
         sort_priority,
         submit_acl: q.submit_acl.clone(),
         admin_acl: q.admin_acl.clone(),
+        limits: QueueLimits::from_config(&q.limits, names)
+            .map_err(|e| format!("queue {path}: {e}"))?,
     });
     let mut for_children = properties;
     for key in NOT_INHERITED {
