@@ -95,6 +95,7 @@ impl Partition {
     /// Runs one pass; returns the number of allocations made.
     pub fn schedule(&mut self, ctx: &mut PassContext<'_>) -> usize {
         self.rekey_dirty();
+        self.recheck_exhausted();
         self.pass += 1;
         let reserved: Vec<AskId> = self.reserved_asks.iter().copied().collect();
         for ask in reserved {
@@ -263,8 +264,12 @@ impl Partition {
     }
 
     /// The first node in sort order where the ask fits.
-    fn find_node(&self, ask: AskId, res: &Resource, ctx: &PassContext<'_>) -> NodeSearch {
+    /// Nodes passed over because not even the smallest pending ask fits are
+    /// moved to the exhausted set afterwards, so no later search walks them.
+    fn find_node(&mut self, ask: AskId, res: &Resource, ctx: &PassContext<'_>) -> NodeSearch {
         let mut clean = true;
+        let floor = self.pending_floor;
+        let mut exhausted = Vec::new();
         let mut check = |&(_, n): &NodeKey| -> bool {
             let node = &self.nodes[n];
             if node.reserved_by.is_some_and(|r| r != ask) {
@@ -272,6 +277,9 @@ impl Partition {
                 return false;
             }
             if !res.fits_in(&node.available) {
+                if floor.is_some_and(|f| !f.fits_in(&node.available)) {
+                    exhausted.push(n);
+                }
                 return false;
             }
             if !self.predicate(ctx, ask, n, true) {
@@ -283,9 +291,13 @@ impl Partition {
         let found = match self.node_sort {
             NodeSortKind::Fair => self.node_index.iter().find(|k| check(k)),
             NodeSortKind::Binpacking => self.node_index.iter().rev().find(|k| check(k)),
-        };
+        }
+        .map(|&(_, n)| n);
+        for n in exhausted {
+            self.rekey_node(n);
+        }
         match found {
-            Some(&(_, n)) => NodeSearch::Found(n),
+            Some(n) => NodeSearch::Found(n),
             None => NodeSearch::NotFound { clean },
         }
     }
@@ -308,9 +320,18 @@ impl Partition {
                 && res.fits_in(&node.capacity.minus(&node.occupied))
                 && self.predicate(ctx, ask, n, false)
         };
+        // Exhausted nodes are candidates too: a reservation waits for room.
         let found = match self.node_sort {
-            NodeSortKind::Fair => self.node_index.iter().find(candidate),
-            NodeSortKind::Binpacking => self.node_index.iter().rev().find(candidate),
+            NodeSortKind::Fair => {
+                let a = self.node_index.iter().find(candidate);
+                let b = self.exhausted_nodes.iter().find(candidate);
+                a.into_iter().chain(b).min()
+            }
+            NodeSortKind::Binpacking => {
+                let a = self.node_index.iter().rev().find(candidate);
+                let b = self.exhausted_nodes.iter().rev().find(candidate);
+                a.into_iter().chain(b).max()
+            }
         };
         let Some(&(_, n)) = found else {
             remember(&mut ctx.reserve_memo, *res);
@@ -343,7 +364,6 @@ impl Partition {
         let order_key = a.order_key(ask);
         a.pending -= 1;
         a.allocated_total += 1;
-        a.live_allocations += 1;
         let number = a.allocated_total - 1;
         let done = a.pending == 0;
         let (key, res, priority) = (a.key.clone(), a.resource, a.priority);
@@ -356,8 +376,8 @@ impl Partition {
         let tags: std::collections::HashMap<String, String> =
             a.tags.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         let had_state = a.reported_state;
-        if done {
-            self.apps[app].pending_order.remove(&order_key);
+        if done && self.apps[app].pending_order.remove(&order_key) {
+            self.pending_ask_removed();
         }
         self.unreserve(ask);
         self.remove_pending(app, &res);
@@ -377,7 +397,7 @@ impl Partition {
             originator,
             preemption_policy: Some(preemption),
         };
-        self.insert_allocation(app, node, key, id, res, &wire, ctx.now);
+        self.insert_allocation(app, ask, node, id, res, &wire, ctx.now);
         self.outbox.allocation.new.push(wire);
         if had_state != 0 {
             self.report_scheduling_state(ask, SchedulingState::Scheduled, "allocated");

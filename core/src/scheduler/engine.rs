@@ -341,8 +341,17 @@ impl Engine {
         Ok(())
     }
 
+    /// The partition an RM means by `name` (plain, qualified, or empty for
+    /// `default`). A scan of a handful of partitions, without building the
+    /// qualified name: this runs once per ask.
     fn partition_mut(&mut self, rm_id: &str, name: &str) -> Option<&mut Partition> {
-        self.partitions.get_mut(qualify(rm_id, name).as_str())
+        let name = if name.is_empty() { "default" } else { name };
+        if name.starts_with('[') {
+            return self.partitions.get_mut(name);
+        }
+        self.partitions
+            .values_mut()
+            .find(|p| p.rm_id.as_ref() == rm_id && p.plain_name() == name)
     }
 
     fn allocation_request(&mut self, req: PreparedAllocationRequest, now: u64) {

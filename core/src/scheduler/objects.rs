@@ -260,12 +260,11 @@ pub struct App {
     pub allocated: Resource,
     /// Pending for this application.
     pub pending: Resource,
-    /// Every ask by key, including fully allocated ones still holding allocations.
+    /// Every ask by key, including fully allocated ones still holding
+    /// allocations (a recovered allocation gets an ask record of its own).
     pub asks: FastMap<Arc<str>, AskId>,
     /// Asks with allocations still wanted, in order.
     pub pending_order: BTreeSet<AskKey>,
-    /// Allocations by allocation key.
-    pub allocations: FastMap<Arc<str>, Vec<AllocId>>,
     /// Number of allocations.
     pub allocation_count: usize,
     /// The key under which the app sits in its queue's `app_order`.
@@ -300,8 +299,8 @@ pub struct Ask {
     pub pending: u32,
     /// Allocations made so far (numbering allocation ids).
     pub allocated_total: u32,
-    /// Allocations of this ask that still exist.
-    pub live_allocations: u32,
+    /// Allocations of this ask that still exist (most asks have one).
+    pub allocs: smallvec::SmallVec<[AllocId; 1]>,
     /// Priority.
     pub priority: i32,
     /// Arrival order within the partition.
@@ -360,6 +359,8 @@ pub struct Allocation {
     pub tags: BTreeMap<String, String>,
     /// Clock time it was made or recovered.
     pub created: u64,
+    /// Index in the node's `allocations`.
+    pub node_slot: usize,
 }
 
 /// A node.
@@ -379,12 +380,14 @@ pub struct Node {
     pub available: Resource,
     /// False while draining.
     pub schedulable: bool,
-    /// Allocations on the node.
-    pub allocations: BTreeSet<AllocId>,
+    /// Allocations on the node; each allocation knows its slot here, so adding
+    /// and removing are O(1).
+    pub allocations: Vec<AllocId>,
     /// Ask holding a reservation on the node.
     pub reserved_by: Option<AskId>,
-    /// The key under which the node sits in the node index, when it does.
-    pub key_in_index: Option<NodeKey>,
+    /// The key under which the node sits in the node index, or (with `true`)
+    /// in the set of exhausted nodes; `None` while draining.
+    pub key_in_index: Option<(NodeKey, bool)>,
 }
 
 impl Node {

@@ -80,7 +80,6 @@ impl Partition {
             pending: Resource::ZERO,
             asks: Default::default(),
             pending_order: Default::default(),
-            allocations: Default::default(),
             allocation_count: 0,
             key_in_queue: None,
             blocked_in_pass: 0,
@@ -216,6 +215,15 @@ impl Partition {
             .is_none_or(|v| v != "disabled");
     }
 
+    /// Every allocation of an application.
+    pub fn app_allocations(&self, app: AppId) -> Vec<AllocId> {
+        self.apps[app]
+            .asks
+            .values()
+            .flat_map(|&a| self.asks[a].allocs.iter().copied())
+            .collect()
+    }
+
     /// Whether `user` may submit to `queue`: its submit or admin ACL, or an ancestor's.
     pub fn submit_allowed(&self, queue: QueueId, user: &str, groups: &[String]) -> bool {
         let mut q = Some(queue);
@@ -245,12 +253,7 @@ impl Partition {
             );
             return;
         };
-        let allocs: Vec<AllocId> = self.apps[app]
-            .allocations
-            .values()
-            .flatten()
-            .copied()
-            .collect();
+        let allocs = self.app_allocations(app);
         for a in allocs {
             self.release_allocation(
                 a,
@@ -499,7 +502,7 @@ impl Partition {
                     resource,
                     pending: wanted,
                     allocated_total: 0,
-                    live_allocations: 0,
+                    allocs: Default::default(),
                     priority: ask.priority,
                     seq,
                     created: now,
@@ -536,7 +539,10 @@ impl Partition {
             a.resource.times(i64::from(a.pending)),
             a.order_key(id),
         );
-        self.apps[app].pending_order.insert(key);
+        let res = a.resource;
+        if self.apps[app].pending_order.insert(key) {
+            self.pending_ask_added(&res);
+        }
         self.add_pending(app, &total);
     }
 
@@ -548,6 +554,7 @@ impl Partition {
             a.order_key(id),
         );
         if self.apps[app].pending_order.remove(&key) {
+            self.pending_ask_removed();
             self.remove_pending(app, &total);
         }
     }
@@ -558,7 +565,7 @@ impl Partition {
         self.unreserve(id);
         let a = &mut self.asks[id];
         a.pending = 0;
-        if a.live_allocations == 0 {
+        if a.allocs.is_empty() {
             let a = self.asks.remove(id);
             self.apps[a.app].asks.remove(&a.key);
         }
@@ -639,8 +646,8 @@ impl Partition {
                 }
             }
         } else if !key.is_empty() {
-            match self.apps[app].allocations.get(key) {
-                Some(list) if !list.is_empty() => list.clone(),
+            match self.apps[app].asks.get(key).map(|&a| &self.asks[a].allocs) {
+                Some(list) if !list.is_empty() => list.to_vec(),
                 _ => {
                     let reason = format!(
                         "cannot release allocation key {key}: no allocation in application {app_id}"
@@ -649,12 +656,7 @@ impl Partition {
                 }
             }
         } else {
-            self.apps[app]
-                .allocations
-                .values()
-                .flatten()
-                .copied()
-                .collect()
+            self.app_allocations(app)
         };
         let termination = si::TerminationType::try_from(rel.termination_type)
             .ok()
@@ -679,19 +681,17 @@ impl Partition {
         let alloc = self.allocs.remove(id);
         self.alloc_by_id.remove(&alloc.id);
         self.remove_usage(alloc.app, alloc.node, &alloc.resource);
-        self.nodes[alloc.node].allocations.remove(&id);
+        let node = &mut self.nodes[alloc.node];
+        node.allocations.swap_remove(alloc.node_slot);
+        if let Some(&moved) = node.allocations.get(alloc.node_slot) {
+            self.allocs[moved].node_slot = alloc.node_slot;
+        }
         let app = &mut self.apps[alloc.app];
         app.allocation_count -= 1;
-        if let Some(list) = app.allocations.get_mut(&alloc.key) {
-            list.retain(|&x| x != id);
-            if list.is_empty() {
-                app.allocations.remove(&alloc.key);
-            }
-        }
         if let Some(&ask) = app.asks.get(&alloc.key) {
             let a = &mut self.asks[ask];
-            a.live_allocations = a.live_allocations.saturating_sub(1);
-            if a.live_allocations == 0 && a.pending == 0 {
+            a.allocs.retain(|x| *x != id);
+            if a.allocs.is_empty() && a.pending == 0 {
                 let a = self.asks.remove(ask);
                 self.apps[a.app].asks.remove(&a.key);
             }
@@ -787,16 +787,48 @@ impl Partition {
             );
         }
         let key: Arc<str> = Arc::from(key.as_str());
-        // An ask with the same key is satisfied by this allocation.
-        if let Some(&ask) = self.apps[app].asks.get(&key) {
-            self.remove_pending_of_ask(ask);
-            let a = &mut self.asks[ask];
-            a.pending = a.pending.saturating_sub(1);
-            a.allocated_total += 1;
-            a.live_allocations += 1;
-            self.add_pending_of_ask(ask);
-        }
-        self.insert_allocation(app, node, key, id, resource, &alloc, now);
+        // An ask with the same key is satisfied by this allocation; without one,
+        // the allocation gets an ask record that wants nothing more.
+        let ask = match self.apps[app].asks.get(&key) {
+            Some(&ask) => {
+                self.remove_pending_of_ask(ask);
+                let a = &mut self.asks[ask];
+                a.pending = a.pending.saturating_sub(1);
+                a.allocated_total += 1;
+                self.add_pending_of_ask(ask);
+                ask
+            }
+            None => {
+                let seq = self.seq();
+                let pref = alloc.preemption_policy.unwrap_or_default();
+                let ask = self.asks.insert(Ask {
+                    key: key.clone(),
+                    app,
+                    resource,
+                    pending: 0,
+                    allocated_total: 1,
+                    allocs: Default::default(),
+                    priority: alloc.priority,
+                    seq,
+                    created: now,
+                    tags: alloc
+                        .allocation_tags
+                        .iter()
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect(),
+                    task_group: alloc.task_group_name.clone(),
+                    placeholder: alloc.placeholder,
+                    originator: alloc.originator,
+                    allow_preempt_self: pref.allow_preempt_self,
+                    allow_preempt_other: pref.allow_preempt_other,
+                    reserved_node: None,
+                    reported_state: 0,
+                });
+                self.apps[app].asks.insert(key.clone(), ask);
+                ask
+            }
+        };
+        self.insert_allocation(app, ask, node, id, resource, &alloc, now);
         if matches!(
             self.apps[app].state,
             AppState::New | AppState::Accepted | AppState::Completing | AppState::Resuming
@@ -811,14 +843,15 @@ impl Partition {
     pub fn insert_allocation(
         &mut self,
         app: AppId,
+        ask: AskId,
         node: NodeId,
-        key: Arc<str>,
         id: Arc<str>,
         resource: Resource,
         from: &si::Allocation,
         now: u64,
     ) -> AllocId {
         self.add_usage(app, node, &resource);
+        let key = self.asks[ask].key.clone();
         let alloc = self.allocs.insert(Allocation {
             key: key.clone(),
             id: id.clone(),
@@ -835,12 +868,13 @@ impl Partition {
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
             created: now,
+            node_slot: self.nodes[node].allocations.len(),
         });
         self.alloc_by_id.insert(id, alloc);
         let a = &mut self.apps[app];
-        a.allocations.entry(key).or_default().push(alloc);
+        self.asks[ask].allocs.push(alloc);
         a.allocation_count += 1;
-        self.nodes[node].allocations.insert(alloc);
+        self.nodes[node].allocations.push(alloc);
         alloc
     }
 
@@ -1025,7 +1059,7 @@ impl Partition {
         if let Some(ask) = self.nodes[n].reserved_by {
             self.unreserve(ask);
         }
-        let allocs: Vec<AllocId> = self.nodes[n].allocations.iter().copied().collect();
+        let allocs: Vec<AllocId> = self.nodes[n].allocations.clone();
         let mut touched = Vec::new();
         for a in allocs {
             touched.push(self.allocs[a].app);

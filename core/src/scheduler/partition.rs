@@ -127,6 +127,17 @@ pub struct Partition {
     pub node_by_id: FastMap<Arc<str>, NodeId>,
     /// Schedulable nodes by usage score.
     pub node_index: BTreeSet<NodeKey>,
+    /// Schedulable nodes where not even the smallest pending ask fits, by
+    /// usage score. Kept out of `node_index` so placement never walks them
+    /// (binpacking with most nodes full would otherwise scan them for every ask).
+    pub exhausted_nodes: BTreeSet<NodeKey>,
+    /// A lower bound of every pending ask, type by type (`None` when nothing is
+    /// pending). Only ever lowered while asks are pending, so it stays a bound.
+    pub pending_floor: Option<Resource>,
+    /// Asks with allocations still wanted.
+    pub pending_ask_count: u64,
+    /// The floor went down since exhausted nodes were last looked at.
+    pub floor_lowered: bool,
     /// Fair (least used first) or binpacking (most used first).
     pub node_sort: NodeSortKind,
     /// Node score weights: (resource index, weight in 1/1000).
@@ -182,6 +193,10 @@ impl Partition {
             nodes: Slab::new(),
             node_by_id: FastMap::default(),
             node_index: BTreeSet::new(),
+            exhausted_nodes: BTreeSet::new(),
+            pending_floor: None,
+            pending_ask_count: 0,
+            floor_lowered: false,
             node_sort: NodeSortKind::Fair,
             node_weights: Vec::new(),
             total_capacity: Resource::ZERO,
@@ -301,12 +316,7 @@ impl Partition {
         let app_ids: Vec<AppId> = self.apps.iter().map(|(id, _)| id).collect();
         for app in app_ids {
             self.apps[app].limit_group = self.limit_group_for(app);
-            let allocs: Vec<AllocId> = self.apps[app]
-                .allocations
-                .values()
-                .flatten()
-                .copied()
-                .collect();
+            let allocs = self.app_allocations(app);
             for alloc in allocs {
                 let res = self.allocs[alloc].resource;
                 self.track_limits(app, &res, true);
@@ -543,18 +553,64 @@ impl Partition {
     /// take allocations).
     pub fn rekey_node(&mut self, node: NodeId) {
         let n = &self.nodes[node];
-        let new_key = n.schedulable.then(|| (self.node_score(n), node));
+        let exhausted = self
+            .pending_floor
+            .as_ref()
+            .is_some_and(|floor| !floor.fits_in(&n.available));
+        let new_key = n
+            .schedulable
+            .then(|| ((self.node_score(n), node), exhausted));
         let old_key = n.key_in_index;
         if old_key == new_key {
             return;
         }
-        if let Some(k) = old_key {
-            self.node_index.remove(&k);
-        }
-        if let Some(k) = new_key {
-            self.node_index.insert(k);
-        }
+        match old_key {
+            Some((k, false)) => self.node_index.remove(&k),
+            Some((k, true)) => self.exhausted_nodes.remove(&k),
+            None => false,
+        };
+        match new_key {
+            Some((k, false)) => self.node_index.insert(k),
+            Some((k, true)) => self.exhausted_nodes.insert(k),
+            None => false,
+        };
         self.nodes[node].key_in_index = new_key;
+    }
+
+    /// Notes an ask that starts wanting allocations of size `res`.
+    pub fn pending_ask_added(&mut self, res: &Resource) {
+        self.pending_ask_count += 1;
+        match &mut self.pending_floor {
+            Some(floor) if res.dominates(floor) => {}
+            Some(floor) => {
+                *floor = floor.min(res);
+                self.floor_lowered = true;
+            }
+            None => {
+                self.pending_floor = Some(*res);
+                self.floor_lowered = true;
+            }
+        }
+    }
+
+    /// Notes an ask that no longer wants allocations.
+    pub fn pending_ask_removed(&mut self) {
+        self.pending_ask_count = self.pending_ask_count.saturating_sub(1);
+        if self.pending_ask_count == 0 {
+            self.pending_floor = None;
+        }
+    }
+
+    /// After the floor went down, gives exhausted nodes their place back where
+    /// the smallest pending ask may now fit.
+    pub fn recheck_exhausted(&mut self) {
+        if !std::mem::take(&mut self.floor_lowered) {
+            return;
+        }
+        let nodes: Vec<NodeId> = self.exhausted_nodes.iter().map(|k| k.1).collect();
+        for n in nodes {
+            self.rekey_node(n);
+        }
     }
 
     fn app_key(&self, app: AppId) -> Option<AppKey> {
