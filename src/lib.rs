@@ -9,6 +9,8 @@ pub mod bench;
 pub mod cli;
 pub mod scenario;
 pub mod simulate;
+pub mod soak;
+pub mod watch;
 pub mod workload;
 
 /// The README's embedding example, compiled and run as a doctest.

@@ -370,9 +370,11 @@ impl Resource {
             if used <= 0 {
                 continue;
             }
+            // f64 rather than u128 arithmetic: this runs on every re-key and a
+            // 128-bit division costs ten times more. 53 bits of mantissa are
+            // plenty for an ordering key.
             let s = if total > 0 && total != i64::MAX {
-                let scaled = (used as u128) * u128::from(SHARE_SCALE) / (total as u128);
-                u64::try_from(scaled).unwrap_or(u64::MAX)
+                (used as f64 / total as f64 * SHARE_SCALE as f64) as u64
             } else {
                 (used as u64).saturating_mul(SHARE_SCALE)
             };

@@ -19,6 +19,7 @@ use unisched_core::Scheduler;
 use unisched_shim_api::{SchedulerApi, SchedulerError};
 use unisched_si as si;
 
+use crate::default_config::DefaultConfig;
 use crate::hub::{Hub, Outbox, Pop, RmLink, StreamCallback};
 
 /// Request metadata naming the RM a stream belongs to.
@@ -44,7 +45,7 @@ pub struct SchedulerService {
     scheduler: Scheduler,
     hub: Arc<Hub>,
     /// Configuration used when an RM registers with an empty `config`.
-    default_config: Option<Arc<str>>,
+    default_config: Option<Arc<DefaultConfig>>,
     /// Turns true when the server shuts down; open streams end with UNAVAILABLE.
     stopping: tokio::sync::watch::Receiver<bool>,
 }
@@ -55,13 +56,13 @@ impl SchedulerService {
     pub fn new(
         scheduler: Scheduler,
         hub: Arc<Hub>,
-        default_config: Option<String>,
+        default_config: Option<Arc<DefaultConfig>>,
         stopping: tokio::sync::watch::Receiver<bool>,
     ) -> Self {
         Self {
             scheduler,
             hub,
-            default_config: default_config.map(Arc::from),
+            default_config,
             stopping,
         }
     }
@@ -308,20 +309,35 @@ impl si::scheduler_server::Scheduler for SchedulerService {
         request: Request<si::RegisterResourceManagerRequest>,
     ) -> Result<Response<si::RegisterResourceManagerResponse>, Status> {
         let mut request = request.into_inner();
-        if request.config.trim().is_empty()
-            && let Some(text) = &self.default_config
-        {
-            request.config = text.to_string();
-        }
         if request.rm_id.is_empty() {
             return Err(Status::invalid_argument("rmID is empty"));
         }
         let link = self.hub.link(&request.rm_id);
         let scheduler = self.scheduler.clone();
         let rm = request.rm_id.clone();
+        let default_config = self.default_config.clone();
         // Registration waits for the scheduling thread: keep it off the runtime.
         let result = tokio::task::spawn_blocking(move || {
-            scheduler.register_resource_manager(request, Arc::new(StreamCallback::new(link)))
+            let callback = Arc::new(StreamCallback::new(link));
+            let rm_id = request.rm_id.clone();
+            match default_config {
+                // The default config is taken under its lock, so a reload of the
+                // config file cannot slip between reading it and registering.
+                Some(default) if request.config.trim().is_empty() => {
+                    default.register(&rm_id, |text| {
+                        request.config = text.to_string();
+                        scheduler.register_resource_manager(request, callback)
+                    })
+                }
+                Some(default) => {
+                    let result = scheduler.register_resource_manager(request, callback);
+                    if result.is_ok() {
+                        default.forget(&rm_id);
+                    }
+                    result
+                }
+                None => scheduler.register_resource_manager(request, callback),
+            }
         })
         .await
         .map_err(|e| Status::internal(format!("registration task failed: {e}")))?;

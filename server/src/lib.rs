@@ -23,6 +23,7 @@
 //! core takes; the core knows nothing of this crate.
 
 pub mod auth;
+pub mod default_config;
 pub mod grpc;
 pub mod hub;
 pub mod remote;
@@ -38,6 +39,7 @@ use unisched_core::Scheduler;
 use unisched_si as si;
 
 pub use auth::Token;
+pub use default_config::DefaultConfig;
 pub use remote::RemoteScheduler;
 
 /// Default gRPC address: loopback, port 9090 (YuniKorn has no gRPC front; 9090 is ours).
@@ -60,8 +62,9 @@ pub struct ServerOptions {
     pub http_addr: SocketAddr,
     /// Bearer token required on mutating calls.
     pub token: Token,
-    /// Configuration used when an RM registers with an empty `config`.
-    pub default_config: Option<String>,
+    /// Configuration used when an RM registers with an empty `config`; also
+    /// records which RMs took it (for reloads of `serve --config FILE`).
+    pub default_config: Option<Arc<DefaultConfig>>,
     /// How long predicates and configuration persistence wait for the RM's
     /// reply; no reply in time counts as "no".
     pub reply_timeout: Duration,

@@ -155,8 +155,16 @@ async fn allocate_over_grpc(server: &RunningServer, n: usize) -> Vec<si::Allocat
     let (node_tx, node_out) = outgoing();
     node_tx.send(nodes(&["n1", "n2"])).await.unwrap();
     let mut node_in = c.update_node(node_out).await.unwrap().into_inner();
-    let accepted = node_in.message().await.unwrap().unwrap();
-    assert_eq!(accepted.accepted.len(), 2, "{accepted:?}");
+    // Responses to an earlier stream of the RM that went away may come first.
+    let mut accepted = Vec::new();
+    while !(accepted.contains(&"n1".to_string()) && accepted.contains(&"n2".to_string())) {
+        let resp = tokio::time::timeout(WAIT, node_in.message())
+            .await
+            .expect("nodes accepted in time")
+            .unwrap()
+            .expect("stream open");
+        accepted.extend(resp.accepted.into_iter().map(|a| a.node_id));
+    }
 
     let (app_tx, app_out) = outgoing();
     let mut req = Request::new(app_out);
@@ -196,22 +204,24 @@ async fn grpc_streams_carry_requests_in_and_allocations_out() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn responses_before_the_stream_opens_are_buffered() {
-    let (_sched, server) = start(None).await;
+    let (sched, server) = start(None).await;
     let mut c = client(&server).await;
     c.register_resource_manager(register()).await.unwrap();
-    // Nodes go in on a stream that is dropped before reading anything...
-    let (tx, out) = outgoing();
-    tx.send(nodes(&["n1"])).await.unwrap();
-    drop(tx);
-    let first = c.update_node(out).await.unwrap().into_inner();
-    drop(first);
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    // ...and the acceptance arrives on the next node stream of the RM.
+    // The node goes in while no node stream of the RM is open (straight into
+    // the core, which answers through the server's callback for the RM)...
+    let core = sched.clone();
+    tokio::task::spawn_blocking(move || {
+        core.update_node(nodes(&["n1"])).unwrap();
+        core.settle();
+    })
+    .await
+    .unwrap();
+    // ...and the acceptance arrives on the first node stream the RM opens.
     let (_tx, out) = outgoing::<si::NodeRequest>();
     let mut req = Request::new(out);
     req.metadata_mut().insert("rmid", RM.parse().unwrap());
-    let mut again = c.update_node(req).await.unwrap().into_inner();
-    let resp = tokio::time::timeout(WAIT, again.message())
+    let mut stream = c.update_node(req).await.unwrap().into_inner();
+    let resp = tokio::time::timeout(WAIT, stream.message())
         .await
         .unwrap()
         .unwrap()
@@ -251,6 +261,16 @@ async fn remote_scheduler_round_trip() {
             .expect("register");
         api.update_node(nodes(&["n1"])).unwrap();
         api.update_application(app("app-1")).unwrap();
+        // The three kinds of request travel on separate streams, so (like any
+        // RM) wait for the application to be accepted before asking for it.
+        let deadline = std::time::Instant::now() + WAIT;
+        while cb.recorded().accepted_applications().count() == 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "application accepted in time"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
         api.update_allocation(asks("app-1", 4)).unwrap();
         let n = cb.wait_for_allocations(4, WAIT);
         let unknown = api.update_node(si::NodeRequest {

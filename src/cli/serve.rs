@@ -4,14 +4,19 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use unisched_core::{ConfigSource, Scheduler, SchedulerOptions};
-use unisched_server::{DEFAULT_GRPC_ADDR, DEFAULT_HTTP_ADDR, ServerOptions, Token};
+use unisched_core::{Scheduler, SchedulerOptions};
+use unisched_server::{DEFAULT_GRPC_ADDR, DEFAULT_HTTP_ADDR, DefaultConfig, ServerOptions, Token};
+
+use crate::watch::{
+    ConfigFileWatcher, FileConfigSource, WatchOptions, read_config_file, reload_default_config_rms,
+};
 
 /// Arguments of `serve`.
 #[derive(Debug, clap::Args)]
 pub struct ServeArgs {
     /// Queue configuration (YAML) for RMs that register without one; also what
-    /// `update_configuration` re-reads.
+    /// `update_configuration` re-reads. The file is watched: a change reloads
+    /// every RM that registered without a configuration of its own.
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// gRPC listen address (scheduler interface).
@@ -25,24 +30,15 @@ pub struct ServeArgs {
     pub token: Option<String>,
 }
 
-/// Reads the configuration file again on every `update_configuration`.
-struct FileSource(PathBuf);
-
-impl ConfigSource for FileSource {
-    fn load(&self, _cluster_id: &str) -> Result<String, String> {
-        std::fs::read_to_string(&self.0).map_err(|e| format!("{}: {e}", self.0.display()))
-    }
-}
-
 /// Runs `serve` until SIGTERM or Ctrl-C.
 pub fn run(args: ServeArgs) -> ExitCode {
     let mut options = SchedulerOptions::default();
     let mut default_config = None;
     if let Some(path) = &args.config {
-        let text = match std::fs::read_to_string(path) {
+        let text = match read_config_file(path) {
             Ok(t) => t,
             Err(e) => {
-                eprintln!("serve: cannot read {}: {e}", path.display());
+                eprintln!("serve: {e}");
                 return ExitCode::FAILURE;
             }
         };
@@ -53,10 +49,17 @@ pub fn run(args: ServeArgs) -> ExitCode {
             );
             return ExitCode::FAILURE;
         }
-        default_config = Some(text);
-        options.config_source = Some(Arc::new(FileSource(path.clone())));
+        default_config = Some((path.clone(), text));
+        options.config_source = Some(Arc::new(FileConfigSource::new(path.clone())));
     }
     let scheduler = Scheduler::start(options);
+    let (default_config, watcher) = match default_config {
+        Some((path, text)) => {
+            let (default, watcher) = watch_config(&scheduler, path, text);
+            (Some(default), watcher)
+        }
+        None => (None, None),
+    };
     let server_options = ServerOptions {
         grpc_addr: args.grpc_addr,
         http_addr: args.http_addr,
@@ -71,6 +74,34 @@ pub fn run(args: ServeArgs) -> ExitCode {
             ExitCode::FAILURE
         }
     };
+    // Stop reloads before the core goes away.
+    drop(watcher);
     scheduler.shutdown();
     code
+}
+
+/// The default configuration for RMs that register without one, and the
+/// watcher that reloads it (and them) when `path` changes; no watcher when its
+/// thread cannot start (serving goes on without reloads).
+fn watch_config(
+    scheduler: &Scheduler,
+    path: PathBuf,
+    text: String,
+) -> (Arc<DefaultConfig>, Option<ConfigFileWatcher>) {
+    let options = WatchOptions {
+        applied_checksum: Some(unisched_core::config::checksum(&text)),
+        ..WatchOptions::default()
+    };
+    let default = Arc::new(DefaultConfig::new(text));
+    let (sched, def) = (scheduler.clone(), default.clone());
+    let started = ConfigFileWatcher::start(path.clone(), options, move |text| {
+        reload_default_config_rms(&sched, &def, text);
+    });
+    match started {
+        Ok(watcher) => (default, Some(watcher)),
+        Err(e) => {
+            eprintln!("serve: not watching {}: {e}", path.display());
+            (default, None)
+        }
+    }
 }

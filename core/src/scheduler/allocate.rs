@@ -96,6 +96,12 @@ impl Partition {
     pub fn schedule(&mut self, ctx: &mut PassContext<'_>) -> usize {
         self.rekey_dirty();
         self.recheck_exhausted();
+        // Room for this pass's results up front instead of growing by doubling.
+        let expected = ctx
+            .budget
+            .min(usize::try_from(self.pending_ask_count).unwrap_or(usize::MAX));
+        self.outbox.allocation.new.reserve(expected);
+        self.allocs.reserve(expected);
         self.pass += 1;
         let reserved: Vec<AskId> = self.reserved_asks.iter().copied().collect();
         for ask in reserved {
@@ -364,7 +370,7 @@ impl Partition {
         let order_key = a.order_key(ask);
         a.pending -= 1;
         a.allocated_total += 1;
-        let number = a.allocated_total - 1;
+        let number = a.next_id;
         let done = a.pending == 0;
         let (key, res, priority) = (a.key.clone(), a.resource, a.priority);
         let (placeholder, task_group, originator) =
@@ -381,7 +387,14 @@ impl Partition {
         }
         self.unreserve(ask);
         self.remove_pending(app, &res);
-        let id_text = allocation_id(&key, number);
+        // Recovered allocations may hold ids of this ask: never collide.
+        let mut number = number;
+        let mut id_text = allocation_id(&key, number);
+        while self.alloc_by_id.contains_key(id_text.as_str()) {
+            number += 1;
+            id_text = allocation_id(&key, number);
+        }
+        self.asks[ask].next_id = number + 1;
         let id: std::sync::Arc<str> = std::sync::Arc::from(id_text.as_str());
         let wire = si::Allocation {
             allocation_key: key.to_string(),

@@ -164,11 +164,11 @@ impl Engine {
             more_work = self.schedule_guarded();
             self.flush();
             if !more_work {
-                self.answer_deferred();
+                self.answer_deferred_guarded();
             }
         }
         self.flush();
-        self.answer_deferred();
+        self.answer_deferred_guarded();
         self.registered.clear();
     }
 
@@ -304,6 +304,10 @@ impl Engine {
                 });
             }
         };
+        // The same text again changes nothing (YuniKorn compares checksums).
+        if config::checksum(&text) == config::checksum(&rm.config_text) {
+            return Ok(());
+        }
         let parsed = config::parse(&text).map_err(|e| SchedulerError::InvalidConfiguration {
             reason: e.to_string(),
         })?;
@@ -580,6 +584,14 @@ impl Engine {
             if p.rm_id.as_ref() == rm_id && !p.outbox.is_empty() {
                 send_outbox(&rm.dispatcher, std::mem::take(&mut p.outbox));
             }
+        }
+    }
+
+    fn answer_deferred_guarded(&mut self) {
+        if let Err(panic) = catch_unwind(AssertUnwindSafe(|| self.answer_deferred())) {
+            tracing::error!(reason = %panic_message(panic.as_ref()), "answering a snapshot or settle panicked");
+            // Dropping what is left answers the waiters (with nothing).
+            self.deferred.clear();
         }
     }
 

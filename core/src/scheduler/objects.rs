@@ -8,9 +8,30 @@ use std::sync::Arc;
 
 use crate::resources::Resource;
 
-/// Hash map used for the core's lookups: keys come from RMs, so the hasher is
-/// randomly seeded, but much faster than the standard one.
-pub type FastMap<K, V> = std::collections::HashMap<K, V, ahash::RandomState>;
+/// Hash map used for the core's lookups: much faster than the standard hasher.
+/// Its seed is fixed so that iteration order (and so the order of releases,
+/// arena slot reuse and tie-breaks) is the same in every run: the deterministic
+/// simulation depends on it. RMs are trusted callers; a hostile one could at
+/// worst slow its own scheduler.
+pub type FastMap<K, V> = std::collections::HashMap<K, V, FixedState>;
+
+/// A fixed-seed ahash builder.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FixedState;
+
+impl std::hash::BuildHasher for FixedState {
+    type Hasher = ahash::AHasher;
+
+    fn build_hasher(&self) -> ahash::AHasher {
+        ahash::RandomState::with_seeds(
+            0x243f_6a88_85a3_08d3,
+            0x1319_8a2e_0370_7344,
+            0xa409_3822_299f_31d0,
+            0x082e_fa98_ec4e_6c89,
+        )
+        .build_hasher()
+    }
+}
 
 /// Index of a queue in its partition's queue arena.
 pub type QueueId = usize;
@@ -297,8 +318,11 @@ pub struct Ask {
     pub resource: Resource,
     /// Allocations still wanted.
     pub pending: u32,
-    /// Allocations made so far (numbering allocation ids).
+    /// Allocations made (or recovered) so far, against maxAllocations.
     pub allocated_total: u32,
+    /// Number of the next allocation id (`key-N`); only grows, so an id is
+    /// never handed out twice for the same ask record.
+    pub next_id: u32,
     /// Allocations of this ask that still exist (most asks have one).
     pub allocs: smallvec::SmallVec<[AllocId; 1]>,
     /// Priority.

@@ -490,6 +490,9 @@ impl Partition {
                 a.priority = ask.priority;
                 a.pending = wanted.saturating_sub(a.allocated_total);
                 a.tags = ask.tags.into_iter().collect();
+                if a.pending == 0 {
+                    self.unreserve(id);
+                }
                 id
             }
             None => {
@@ -502,6 +505,7 @@ impl Partition {
                     resource,
                     pending: wanted,
                     allocated_total: 0,
+                    next_id: 0,
                     allocs: Default::default(),
                     priority: ask.priority,
                     seq,
@@ -692,6 +696,7 @@ impl Partition {
             let a = &mut self.asks[ask];
             a.allocs.retain(|x| *x != id);
             if a.allocs.is_empty() && a.pending == 0 {
+                self.unreserve(ask);
                 let a = self.asks.remove(ask);
                 self.apps[a.app].asks.remove(&a.key);
             }
@@ -807,6 +812,7 @@ impl Partition {
                     resource,
                     pending: 0,
                     allocated_total: 1,
+                    next_id: 0,
                     allocs: Default::default(),
                     priority: alloc.priority,
                     seq,
@@ -828,6 +834,15 @@ impl Partition {
                 ask
             }
         };
+        // New allocation ids of this ask continue after every id recovered, so
+        // an id the RM saw before a restart is never handed out again.
+        let next = id
+            .strip_prefix(key.as_ref())
+            .and_then(|rest| rest.strip_prefix('-'))
+            .and_then(|n| n.parse::<u32>().ok())
+            .map_or(0, |n| n.saturating_add(1));
+        let a = &mut self.asks[ask];
+        a.next_id = a.next_id.max(next);
         self.insert_allocation(app, ask, node, id, resource, &alloc, now);
         if matches!(
             self.apps[app].state,

@@ -541,9 +541,8 @@ impl Partition {
                 continue;
             }
             let used = (node.allocated.get(i).saturating_add(node.occupied.get(i))).max(0);
-            let share = ((used as u128) * u128::from(SHARE_SCALE) / (cap as u128))
-                .min(u128::from(u64::MAX));
-            score = score.saturating_add((share as u64 / 1000).saturating_mul(w));
+            let share = (used as f64 / cap as f64 * SHARE_SCALE as f64) as u64;
+            score = score.saturating_add((share / 1000).saturating_mul(w));
             weight_sum += w;
         }
         score.checked_div(weight_sum).unwrap_or(0)

@@ -1,0 +1,397 @@
+//! What the simulated RM believes, built only from what it sent and what the
+//! core reported back, and its comparison with the core's snapshot.
+//!
+//! Ask bookkeeping mirrors the SI contract the core documents: an ask wants
+//! `max(1, maxAllocations)` allocations; sending the same key again sets the
+//! pending count to that minus the allocations it already had; an ask lives
+//! while it is pending or has live allocations.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use unisched_core::PartitionSnapshot;
+
+/// Memory and vcore (milli) of one allocation or capacity.
+pub type Size = (i64, i64);
+
+/// A node the core accepted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeModel {
+    /// Schedulable capacity.
+    pub capacity: Size,
+    /// Occupied memory.
+    pub occupied: i64,
+    /// False while draining.
+    pub schedulable: bool,
+}
+
+/// An application the core accepted and has not dropped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppModel {
+    /// The queue the RM asked for.
+    pub queue: String,
+}
+
+/// An ask, as the core should hold it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AskModel {
+    /// Per allocation.
+    pub size: Size,
+    /// Allocations still wanted.
+    pub pending: u32,
+    /// Allocations made for this ask so far.
+    pub allocated_total: u32,
+    /// Allocations of this ask not yet released.
+    pub live: u32,
+}
+
+/// An allocation the core reported (or the RM recovered).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AllocModel {
+    /// Allocation key.
+    pub key: String,
+    /// Application.
+    pub app: String,
+    /// Node.
+    pub node: String,
+    /// Resources.
+    pub size: Size,
+}
+
+/// The RM's whole view.
+#[derive(Debug, Clone, Default)]
+pub struct Model {
+    /// Nodes by id.
+    pub nodes: BTreeMap<String, NodeModel>,
+    /// Applications by id.
+    pub apps: BTreeMap<String, AppModel>,
+    /// Asks by (application, key).
+    pub asks: BTreeMap<(String, String), AskModel>,
+    /// Allocations by id.
+    pub allocs: BTreeMap<String, AllocModel>,
+    /// Last reported state of every application ever seen.
+    pub app_states: BTreeMap<String, String>,
+    /// Applications removed by the RM or Completed: the snapshot may still
+    /// list them as history, without allocations or asks.
+    pub gone: BTreeSet<String>,
+}
+
+/// True for the application state changes the spec allows (section 3), plus
+/// New -> Running for recovered allocations.
+pub fn legal_transition(from: &str, to: &str) -> bool {
+    matches!(
+        (from, to),
+        ("New", "Accepted" | "Running" | "Rejected" | "Failing")
+            | (
+                "Accepted",
+                "Running" | "Completing" | "Failing" | "Resuming"
+            )
+            | ("Running", "Completing" | "Failing")
+            | ("Completing", "Running" | "Completed" | "Failing")
+            | ("Resuming", "Accepted" | "Running")
+            | ("Failing", "Failed")
+            | ("Completed" | "Failed" | "Rejected", "Expired")
+    )
+}
+
+impl Model {
+    /// The `pick`-th key of a map, if it has any.
+    pub fn nth<K: Clone, V>(map: &BTreeMap<K, V>, pick: u32) -> Option<K> {
+        if map.is_empty() {
+            return None;
+        }
+        map.keys().nth(pick as usize % map.len()).cloned()
+    }
+
+    /// A new ask or the same key sent again.
+    pub fn send_ask(&mut self, app: &str, key: &str, size: Size, max: i32) {
+        let wanted = u32::try_from(max.max(1)).unwrap_or(1);
+        let entry = self
+            .asks
+            .entry((app.to_string(), key.to_string()))
+            .or_insert(AskModel {
+                size,
+                pending: 0,
+                allocated_total: 0,
+                live: 0,
+            });
+        entry.size = size;
+        entry.pending = wanted.saturating_sub(entry.allocated_total);
+    }
+
+    /// The RM released an ask: nothing more pending; it goes once no allocation is left.
+    pub fn release_ask(&mut self, app: &str, key: &str) {
+        let id = (app.to_string(), key.to_string());
+        if let Some(a) = self.asks.get_mut(&id) {
+            a.pending = 0;
+            if a.live == 0 {
+                self.asks.remove(&id);
+            }
+        }
+    }
+
+    /// An allocation reported new by the core; `Err` when it breaks the contract.
+    pub fn allocated(&mut self, id: &str, alloc: AllocModel) -> Result<(), String> {
+        if let Some(old) = self.allocs.get(id) {
+            return Err(format!(
+                "allocation id {id} reported new while still live ({old:?}); new one: {alloc:?}"
+            ));
+        }
+        if !self.apps.contains_key(&alloc.app) {
+            return Err(format!(
+                "allocation {id} for application {} the RM does not know",
+                alloc.app
+            ));
+        }
+        if !self.nodes.contains_key(&alloc.node) {
+            return Err(format!(
+                "allocation {id} on node {} the RM does not know",
+                alloc.node
+            ));
+        }
+        let ask_id = (alloc.app.clone(), alloc.key.clone());
+        match self.asks.get_mut(&ask_id) {
+            Some(a) if a.pending > 0 => {
+                a.pending -= 1;
+                a.allocated_total += 1;
+                a.live += 1;
+            }
+            _ => {
+                return Err(format!(
+                    "allocation {id} for ask {} of {} that has nothing pending",
+                    alloc.key, alloc.app
+                ));
+            }
+        }
+        self.allocs.insert(id.to_string(), alloc);
+        Ok(())
+    }
+
+    /// An allocation the RM re-reports after registering again: it satisfies
+    /// the ask with its key, or becomes an ask record that wants nothing more.
+    pub fn recovered(&mut self, alloc: &AllocModel) {
+        let a = self
+            .asks
+            .entry((alloc.app.clone(), alloc.key.clone()))
+            .or_insert(AskModel {
+                size: alloc.size,
+                pending: 0,
+                allocated_total: 0,
+                live: 0,
+            });
+        a.pending = a.pending.saturating_sub(1);
+        a.allocated_total += 1;
+        a.live += 1;
+    }
+
+    /// An allocation the core reported released; `Err` when it was not live.
+    pub fn released(&mut self, id: &str) -> Result<(), String> {
+        let Some(alloc) = self.allocs.remove(id) else {
+            return Err(format!("release of allocation {id} the RM does not hold"));
+        };
+        let ask_id = (alloc.app, alloc.key);
+        if let Some(a) = self.asks.get_mut(&ask_id) {
+            a.live = a.live.saturating_sub(1);
+            if a.live == 0 && a.pending == 0 {
+                self.asks.remove(&ask_id);
+            }
+        }
+        Ok(())
+    }
+
+    /// A state change reported for `app`; `Err` when the transition is illegal.
+    pub fn app_state(&mut self, app: &str, state: &str) -> Result<(), String> {
+        let from = self
+            .app_states
+            .insert(app.to_string(), state.to_string())
+            .unwrap_or_else(|| "New".to_string());
+        if !legal_transition(&from, state) {
+            return Err(format!(
+                "application {app}: illegal transition {from} -> {state}"
+            ));
+        }
+        if state == "Completed" {
+            self.apps.remove(app);
+            self.gone.insert(app.to_string());
+            let left: Vec<_> = self.allocs.values().filter(|a| a.app == app).collect();
+            if !left.is_empty() {
+                return Err(format!(
+                    "application {app} Completed with allocations still live: {left:?}"
+                ));
+            }
+            self.asks.retain(|(a, _), _| a != app);
+        }
+        Ok(())
+    }
+
+    /// Every way the core's snapshot disagrees with this view.
+    pub fn compare(&self, snap: &PartitionSnapshot) -> Vec<String> {
+        let mut out = Vec::new();
+        let size = |m: &BTreeMap<String, i64>| -> Size {
+            (
+                m.get("memory").copied().unwrap_or(0),
+                m.get("vcore").copied().unwrap_or(0),
+            )
+        };
+        // Allocations: none lost, none unknown, same placement.
+        let core: BTreeMap<&str, _> = snap
+            .allocations
+            .iter()
+            .map(|a| (a.allocation_id.as_str(), a))
+            .collect();
+        if core.len() != snap.allocations.len() {
+            out.push("snapshot lists an allocation id twice".to_string());
+        }
+        for (id, a) in &self.allocs {
+            match core.get(id.as_str()) {
+                None => out.push(format!(
+                    "allocation {id} ({a:?}) held by the RM is missing in the core"
+                )),
+                Some(c) => {
+                    let theirs = AllocModel {
+                        key: c.allocation_key.clone(),
+                        app: c.application_id.clone(),
+                        node: c.node_id.clone(),
+                        size: size(&c.resource),
+                    };
+                    if &theirs != a {
+                        out.push(format!(
+                            "allocation {id}: RM has {a:?}, core has {theirs:?}"
+                        ));
+                    }
+                }
+            }
+        }
+        for id in core.keys() {
+            if !self.allocs.contains_key(*id) {
+                out.push(format!(
+                    "allocation {id} in the core was never reported to the RM"
+                ));
+            }
+        }
+        // Nodes.
+        let nodes: BTreeSet<&str> = snap.nodes.iter().map(|n| n.id.as_str()).collect();
+        let mine: BTreeSet<&str> = self.nodes.keys().map(String::as_str).collect();
+        if nodes != mine {
+            out.push(format!("nodes: RM has {mine:?}, core has {nodes:?}"));
+        }
+        for n in &snap.nodes {
+            if let Some(m) = self.nodes.get(&n.id) {
+                let theirs = NodeModel {
+                    capacity: size(&n.capacity),
+                    occupied: size(&n.occupied).0,
+                    schedulable: n.schedulable,
+                };
+                if &theirs != m {
+                    out.push(format!("node {}: RM has {m:?}, core has {theirs:?}", n.id));
+                }
+            }
+        }
+        // Applications and their states.
+        let apps: BTreeSet<&str> = snap
+            .applications
+            .iter()
+            .filter(|a| {
+                !self.gone.contains(&a.id) || a.allocation_count > 0 || !a.pending_asks.is_empty()
+            })
+            .map(|a| a.id.as_str())
+            .collect();
+        let mine: BTreeSet<&str> = self.apps.keys().map(String::as_str).collect();
+        if apps != mine {
+            out.push(format!(
+                "applications: RM has {mine:?}, core has {apps:?} (besides finished ones)"
+            ));
+        }
+        for a in &snap.applications {
+            let Some(m) = self.apps.get(&a.id) else {
+                continue;
+            };
+            if a.queue != m.queue {
+                out.push(format!(
+                    "application {} placed in {}, asked for {}",
+                    a.id, a.queue, m.queue
+                ));
+            }
+            let reported = self.app_states.get(&a.id).map_or("New", String::as_str);
+            if a.state != reported {
+                out.push(format!(
+                    "application {} is {} in the core, last reported {reported}",
+                    a.id, a.state
+                ));
+            }
+            let core_asks: BTreeMap<&str, u32> = a
+                .pending_asks
+                .iter()
+                .map(|k| (k.allocation_key.as_str(), k.pending_allocations))
+                .collect();
+            let my_asks: BTreeMap<&str, u32> = self
+                .asks
+                .iter()
+                .filter(|((app, _), k)| app == &a.id && k.pending > 0)
+                .map(|((_, key), k)| (key.as_str(), k.pending))
+                .collect();
+            if core_asks != my_asks {
+                out.push(format!(
+                    "application {} pending asks: RM expects {my_asks:?}, core has {core_asks:?}",
+                    a.id
+                ));
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transitions_follow_the_spec() {
+        for (from, to) in [
+            ("New", "Accepted"),
+            ("Accepted", "Running"),
+            ("Running", "Completing"),
+            ("Completing", "Running"),
+            ("Completing", "Completed"),
+            ("Accepted", "Completing"),
+        ] {
+            assert!(legal_transition(from, to), "{from} -> {to}");
+        }
+        for (from, to) in [
+            ("Completed", "Running"),
+            ("New", "Completing"),
+            ("Running", "New"),
+        ] {
+            assert!(!legal_transition(from, to), "{from} -> {to}");
+        }
+    }
+
+    #[test]
+    fn a_second_report_of_a_live_id_is_refused() {
+        let mut m = Model::default();
+        m.apps.insert(
+            "app".into(),
+            AppModel {
+                queue: "root.a".into(),
+            },
+        );
+        m.nodes.insert(
+            "n".into(),
+            NodeModel {
+                capacity: (100, 1000),
+                occupied: 0,
+                schedulable: true,
+            },
+        );
+        m.send_ask("app", "k", (10, 100), 2);
+        let alloc = AllocModel {
+            key: "k".into(),
+            app: "app".into(),
+            node: "n".into(),
+            size: (10, 100),
+        };
+        assert!(m.allocated("k-0", alloc.clone()).is_ok());
+        assert!(m.allocated("k-0", alloc).is_err());
+        assert!(m.released("k-0").is_ok());
+        assert!(m.released("k-0").is_err());
+    }
+}

@@ -1,0 +1,826 @@
+//! The simulated RM: runs operations against a fresh core with a virtual clock,
+//! applies what the callbacks report to its [`Model`], and checks the model and
+//! the snapshot after every step.
+//!
+//! One operation is one step: send it, `settle()`, read the callbacks, check.
+//! Results that confirm a request (a node accepted, an app accepted) change the
+//! model when they arrive; asks change it when sent and are undone if refused.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use si::node_info::ActionFromRm;
+use unisched_core::{ManualClock, PartitionSnapshot, Scheduler, SchedulerOptions};
+use unisched_shim_api::{PREDICATES_EXTRA_CONFIG, SchedulerApi, SchedulerError};
+use unisched_si as si;
+
+use super::callback::{Inbound, SoakCallback, SoakSource};
+use super::check;
+use super::configs;
+use super::model::{AllocModel, AskModel, Model, NodeModel, Size};
+use super::ops::{Op, QUEUES};
+
+/// The RM id the soak registers.
+pub const RM: &str = "soak-rm";
+const PARTITION: &str = "default";
+
+/// What a run did, by kind.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Steps run (operations plus the setup).
+    pub steps: u64,
+    /// Allocations the core made.
+    pub allocations: u64,
+    /// Allocations the core reported released.
+    pub releases: u64,
+    /// Rejections of any kind (apps, asks, nodes, allocations).
+    pub rejections: u64,
+    /// Configuration reloads applied.
+    pub reloads: u64,
+    /// Configuration reloads refused (invalid or unavailable).
+    pub refused_reloads: u64,
+    /// Re-registrations of the RM.
+    pub reregistrations: u64,
+    /// Allocations re-reported on re-registration.
+    pub recovered: u64,
+    /// Callback calls that returned an error or panicked on purpose.
+    pub callback_faults: u64,
+}
+
+impl Counts {
+    /// Adds `other` into `self`.
+    pub fn add(&mut self, other: &Counts) {
+        self.steps += other.steps;
+        self.allocations += other.allocations;
+        self.releases += other.releases;
+        self.rejections += other.rejections;
+        self.reloads += other.reloads;
+        self.refused_reloads += other.refused_reloads;
+        self.reregistrations += other.reregistrations;
+        self.recovered += other.recovered;
+        self.callback_faults += other.callback_faults;
+    }
+}
+
+#[derive(Debug)]
+enum NodeIntent {
+    Create(NodeModel),
+    Update(Size, i64),
+    Schedulable(bool),
+    Remove,
+}
+
+/// What this step's requests expect back.
+#[derive(Debug, Default)]
+struct Intents {
+    nodes: Vec<(String, NodeIntent)>,
+    apps: BTreeMap<String, String>,
+    readded: BTreeSet<String>,
+    ask_undo: Vec<((String, String), Option<AskModel>)>,
+    ask_rejection: Option<String>,
+    alloc_rejection: Option<String>,
+    recovered: BTreeSet<(String, String)>,
+}
+
+/// One simulated RM and the core it drives.
+pub struct Sim {
+    sched: Scheduler,
+    clock: Arc<ManualClock>,
+    callback: Arc<SoakCallback>,
+    source: Arc<SoakSource>,
+    config: String,
+    predicates: bool,
+    /// What the RM believes.
+    pub model: Model,
+    next_app: u64,
+    next_ask: u64,
+    /// What happened so far.
+    pub counts: Counts,
+    /// Keep `AskUpdate` from leaving an ask with nothing pending.
+    pub avoid_known_bugs: bool,
+    intents: Intents,
+}
+
+impl std::fmt::Debug for Sim {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sim")
+            .field("counts", &self.counts)
+            .finish_non_exhaustive()
+    }
+}
+
+fn resource(pairs: &[(&str, i64)]) -> Option<si::Resource> {
+    Some(si::Resource {
+        resources: pairs
+            .iter()
+            .map(|&(n, v)| (n.to_string(), si::Quantity { value: v }))
+            .collect(),
+    })
+}
+
+fn size_of(r: Option<&si::Resource>) -> Size {
+    let get = |n: &str| r.and_then(|r| r.resources.get(n)).map_or(0, |q| q.value);
+    (get("memory"), get("vcore"))
+}
+
+impl Sim {
+    /// Starts a core and registers the RM; `nodes` nodes join.
+    pub fn start(seed: u64, nodes: usize, fault_rate: f64) -> (Self, Vec<String>) {
+        let clock = ManualClock::new(1_000_000_000);
+        let source = Arc::new(SoakSource::default());
+        let sched = Scheduler::start(SchedulerOptions {
+            clock: clock.clone(),
+            config_source: Some(source.clone()),
+            ..Default::default()
+        });
+        let mut sim = Self {
+            sched,
+            clock,
+            callback: Arc::new(SoakCallback::new(seed, fault_rate)),
+            source,
+            config: configs::VALID[0].to_string(),
+            predicates: seed % 2 == 1,
+            model: Model::default(),
+            next_app: 0,
+            next_ask: 0,
+            counts: Counts::default(),
+            avoid_known_bugs: false,
+            intents: Intents::default(),
+        };
+        let mut violations = Vec::new();
+        if let Err(e) = sim.register() {
+            violations.push(format!("registration failed: {e}"));
+        }
+        let infos = (0..nodes)
+            .map(|i| {
+                let id = format!("node-{i}");
+                let cap = (200 + 50 * (i as i64 % 3), 20_000 + 4_000 * (i as i64 % 2));
+                sim.intents.nodes.push((
+                    id.clone(),
+                    NodeIntent::Create(NodeModel {
+                        capacity: cap,
+                        occupied: 0,
+                        schedulable: true,
+                    }),
+                ));
+                si::NodeInfo {
+                    node_id: id,
+                    action: ActionFromRm::Create as i32,
+                    schedulable_resource: resource(&[("memory", cap.0), ("vcore", cap.1)]),
+                    ..Default::default()
+                }
+            })
+            .collect();
+        sim.nodes(infos);
+        violations.extend(sim.finish_step(0));
+        (sim, violations)
+    }
+
+    fn register(&self) -> Result<(), SchedulerError> {
+        let mut extra = std::collections::HashMap::new();
+        if self.predicates {
+            extra.insert(PREDICATES_EXTRA_CONFIG.to_string(), "true".to_string());
+        }
+        self.sched
+            .register_resource_manager(
+                si::RegisterResourceManagerRequest {
+                    rm_id: RM.to_string(),
+                    policy_group: "queues".to_string(),
+                    config: self.config.clone(),
+                    extra_config: extra,
+                    ..Default::default()
+                },
+                self.callback.clone(),
+            )
+            .map(|_| ())
+    }
+
+    fn nodes(&self, nodes: Vec<si::NodeInfo>) {
+        let _ = self.sched.update_node(si::NodeRequest {
+            nodes,
+            rm_id: RM.to_string(),
+        });
+    }
+
+    fn allocation(&self, req: si::AllocationRequest) {
+        let _ = self.sched.update_allocation(si::AllocationRequest {
+            rm_id: RM.to_string(),
+            ..req
+        });
+    }
+
+    fn apps(&self, req: si::ApplicationRequest) {
+        let _ = self.sched.update_application(si::ApplicationRequest {
+            rm_id: RM.to_string(),
+            ..req
+        });
+    }
+
+    fn snapshot(&self) -> Option<PartitionSnapshot> {
+        self.sched.snapshot(PARTITION)
+    }
+
+    /// Runs one operation as step `step` and returns every violation found.
+    pub fn step(&mut self, step: usize, op: &Op) -> Vec<String> {
+        let mut violations = self.send(op);
+        violations.extend(self.finish_step(step));
+        violations
+    }
+
+    fn ask(app: &str, key: &str, size: Size, max: i32, priority: i32) -> si::AllocationAsk {
+        si::AllocationAsk {
+            allocation_key: key.to_string(),
+            application_id: app.to_string(),
+            partition_name: PARTITION.to_string(),
+            resource_ask: resource(&[("memory", size.0), ("vcore", size.1)]),
+            max_allocations: max,
+            priority,
+            ..Default::default()
+        }
+    }
+
+    fn send_asks(&self, asks: Vec<si::AllocationAsk>) {
+        self.allocation(si::AllocationRequest {
+            asks,
+            ..Default::default()
+        });
+    }
+
+    fn release(&self, app: &str, key: &str, id: &str) {
+        self.allocation(si::AllocationRequest {
+            releases: Some(si::AllocationReleasesRequest {
+                allocations_to_release: vec![si::AllocationRelease {
+                    partition_name: PARTITION.to_string(),
+                    application_id: app.to_string(),
+                    allocation_key: key.to_string(),
+                    allocation_id: id.to_string(),
+                    termination_type: si::TerminationType::StoppedByRm as i32,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+    }
+
+    fn release_asks(&mut self, app: &str, key: &str) {
+        self.allocation(si::AllocationRequest {
+            releases: Some(si::AllocationReleasesRequest {
+                allocation_asks_to_release: vec![si::AllocationAskRelease {
+                    partition_name: PARTITION.to_string(),
+                    application_id: app.to_string(),
+                    allocation_key: key.to_string(),
+                    termination_type: si::TerminationType::StoppedByRm as i32,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        let keys: Vec<String> = self
+            .model
+            .asks
+            .keys()
+            .filter(|(a, k)| a == app && (key.is_empty() || k == key))
+            .map(|(_, k)| k.clone())
+            .collect();
+        for k in keys {
+            self.model.release_ask(app, &k);
+        }
+    }
+
+    fn node_action(&mut self, pick: u32, action: ActionFromRm, intent: NodeIntent) {
+        let Some(id) = Model::nth(&self.model.nodes, pick) else {
+            return;
+        };
+        self.intents.nodes.push((id.clone(), intent));
+        self.nodes(vec![si::NodeInfo {
+            node_id: id,
+            action: action as i32,
+            ..Default::default()
+        }]);
+    }
+
+    /// Sends the requests of one operation; violations of waiting calls.
+    fn send(&mut self, op: &Op) -> Vec<String> {
+        let mut out = Vec::new();
+        match *op {
+            Op::NodeCreate {
+                node,
+                memory,
+                vcore,
+            } => {
+                let id = format!("node-{node}");
+                self.intents.nodes.push((
+                    id.clone(),
+                    NodeIntent::Create(NodeModel {
+                        capacity: (memory, vcore),
+                        occupied: 0,
+                        schedulable: true,
+                    }),
+                ));
+                self.nodes(vec![si::NodeInfo {
+                    node_id: id,
+                    action: ActionFromRm::Create as i32,
+                    schedulable_resource: resource(&[("memory", memory), ("vcore", vcore)]),
+                    ..Default::default()
+                }]);
+            }
+            Op::NodeUpdate {
+                pick,
+                memory,
+                vcore,
+                occupied,
+            } => {
+                let Some(id) = Model::nth(&self.model.nodes, pick) else {
+                    return out;
+                };
+                self.intents
+                    .nodes
+                    .push((id.clone(), NodeIntent::Update((memory, vcore), occupied)));
+                self.nodes(vec![si::NodeInfo {
+                    node_id: id,
+                    action: ActionFromRm::Update as i32,
+                    schedulable_resource: resource(&[("memory", memory), ("vcore", vcore)]),
+                    occupied_resource: resource(&[("memory", occupied)]),
+                    ..Default::default()
+                }]);
+            }
+            Op::NodeDrain { pick } => self.node_action(
+                pick,
+                ActionFromRm::DrainNode,
+                NodeIntent::Schedulable(false),
+            ),
+            Op::NodeSchedulable { pick } => self.node_action(
+                pick,
+                ActionFromRm::DrainToSchedulable,
+                NodeIntent::Schedulable(true),
+            ),
+            Op::NodeDecommission { pick } => {
+                self.node_action(pick, ActionFromRm::Decomission, NodeIntent::Remove)
+            }
+            Op::AppAdd { queue } => {
+                let id = format!("app-{}", self.next_app);
+                self.next_app += 1;
+                let queue = QUEUES[usize::from(queue) % QUEUES.len()].to_string();
+                self.intents.apps.insert(id.clone(), queue.clone());
+                self.apps(si::ApplicationRequest {
+                    new: vec![si::AddApplicationRequest {
+                        application_id: id,
+                        queue_name: queue,
+                        partition_name: PARTITION.to_string(),
+                        ugi: Some(si::UserGroupInformation {
+                            user: "soak".to_string(),
+                            groups: vec![],
+                        }),
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                });
+            }
+            Op::AppRemove { pick } => {
+                let Some(id) = Model::nth(&self.model.apps, pick) else {
+                    return out;
+                };
+                self.model.apps.remove(&id);
+                self.model.gone.insert(id.clone());
+                self.model.asks.retain(|(a, _), _| *a != id);
+                self.apps(si::ApplicationRequest {
+                    remove: vec![si::RemoveApplicationRequest {
+                        application_id: id,
+                        partition_name: PARTITION.to_string(),
+                    }],
+                    ..Default::default()
+                });
+            }
+            Op::AskAdd {
+                app,
+                memory,
+                vcore,
+                max,
+                priority,
+            } => {
+                let Some(app) = Model::nth(&self.model.apps, app) else {
+                    return out;
+                };
+                let key = format!("ask-{}", self.next_ask);
+                self.next_ask += 1;
+                let id = (app.clone(), key.clone());
+                self.intents.ask_undo.push((
+                    id,
+                    self.model.asks.get(&(app.clone(), key.clone())).cloned(),
+                ));
+                self.model.send_ask(&app, &key, (memory, vcore), max);
+                self.send_asks(vec![Self::ask(&app, &key, (memory, vcore), max, priority)]);
+            }
+            Op::AskUpdate {
+                pick,
+                memory,
+                vcore,
+                max,
+            } => {
+                let Some((app, key)) = Model::nth(&self.model.asks, pick) else {
+                    return out;
+                };
+                let id = (app.clone(), key.clone());
+                let old = self.model.asks.get(&id).cloned();
+                let done = old.as_ref().map_or(0, |a| a.allocated_total as i32);
+                let max = if self.avoid_known_bugs {
+                    max.max(done + 1)
+                } else {
+                    max
+                };
+                self.intents.ask_undo.push((id, old));
+                self.model.send_ask(&app, &key, (memory, vcore), max);
+                self.send_asks(vec![Self::ask(&app, &key, (memory, vcore), max, 1)]);
+            }
+            Op::AskBad { app, kind } => {
+                let app = Model::nth(&self.model.apps, app).unwrap_or_default();
+                let key = format!("bad-{}", self.next_ask);
+                self.next_ask += 1;
+                let mut ask = Self::ask(&app, &key, (10, 100), 1, 0);
+                match kind % 4 {
+                    0 => ask.resource_ask = resource(&[("memory", -5)]),
+                    1 => ask.resource_ask = None,
+                    2 => ask.application_id = "ghost-app".to_string(),
+                    _ => ask.max_allocations = -1,
+                }
+                self.intents.ask_rejection = Some(key);
+                self.send_asks(vec![ask]);
+            }
+            Op::AskRelease { pick } => {
+                if let Some((app, key)) = Model::nth(&self.model.asks, pick) {
+                    self.release_asks(&app, &key);
+                }
+            }
+            Op::AskReleaseApp { app } => {
+                if let Some(app) = Model::nth(&self.model.apps, app) {
+                    self.release_asks(&app, "");
+                }
+            }
+            Op::ReleaseById { pick } => {
+                if let Some(id) = Model::nth(&self.model.allocs, pick) {
+                    let a = &self.model.allocs[&id];
+                    self.release(&a.app, "", &id);
+                }
+            }
+            Op::ReleaseByKey { pick } => {
+                if let Some(id) = Model::nth(&self.model.allocs, pick) {
+                    let a = &self.model.allocs[&id];
+                    self.release(&a.app, &a.key, "");
+                }
+            }
+            Op::ReleaseApp { app } => {
+                if let Some(app) = Model::nth(&self.model.apps, app) {
+                    self.release(&app, "", "");
+                }
+            }
+            Op::ReleaseUnknown { app } => {
+                if let Some(app) = Model::nth(&self.model.apps, app) {
+                    self.intents.alloc_rejection = Some("missing".to_string());
+                    self.release(&app, "missing", "missing-0");
+                }
+            }
+            Op::Reload { variant } => {
+                let text = configs::VALID[usize::from(variant) % configs::VALID.len()];
+                self.source.set(Ok(text.to_string()));
+                match self.sched.update_configuration(RM) {
+                    Ok(()) => {
+                        self.config = text.to_string();
+                        self.counts.reloads += 1;
+                    }
+                    Err(e) => out.push(format!("valid configuration refused: {e}")),
+                }
+            }
+            Op::ReloadInvalid { variant } => {
+                let text = configs::INVALID[usize::from(variant) % configs::INVALID.len()];
+                out.extend(self.refused_reload(Ok(text.to_string()), "invalid"));
+            }
+            Op::ReloadUnavailable => {
+                out.extend(
+                    self.refused_reload(Err("soak: source down".to_string()), "unavailable"),
+                );
+            }
+            Op::ReRegister => out.extend(self.reregister(self.next_ask.is_multiple_of(2))),
+            Op::Advance { millis } => {
+                self.clock.advance(Duration::from_millis(millis));
+                self.sched.wake();
+            }
+        }
+        out
+    }
+
+    fn refused_reload(&mut self, answer: Result<String, String>, kind: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        let before = self.snapshot().map(|s| check::queue_limits(&s));
+        self.source.set(answer);
+        match self.sched.update_configuration(RM) {
+            Ok(()) => out.push(format!("{kind} configuration accepted")),
+            Err(SchedulerError::InvalidConfiguration { .. }) if kind == "invalid" => {}
+            Err(SchedulerError::ConfigurationUnavailable { .. }) if kind == "unavailable" => {}
+            Err(e) => out.push(format!(
+                "{kind} configuration refused with the wrong error: {e}"
+            )),
+        }
+        self.counts.refused_reloads += 1;
+        let after = self.snapshot().map(|s| check::queue_limits(&s));
+        if before != after {
+            out.push(format!(
+                "a refused reload changed the queues: before {before:?}, after {after:?}"
+            ));
+        }
+        out
+    }
+
+    /// Registers again, then re-reports apps, nodes with their allocations and
+    /// pending asks; `asks_first` re-reports asks before the allocations.
+    fn reregister(&mut self, asks_first: bool) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Err(e) = self.register() {
+            out.push(format!("re-registration failed: {e}"));
+            return out;
+        }
+        self.counts.reregistrations += 1;
+        let apps: Vec<(String, String)> = self
+            .model
+            .apps
+            .iter()
+            .map(|(id, a)| (id.clone(), a.queue.clone()))
+            .collect();
+        for (id, _) in &apps {
+            self.model.app_states.insert(id.clone(), "New".to_string());
+            self.intents.readded.insert(id.clone());
+        }
+        self.apps(si::ApplicationRequest {
+            new: apps
+                .into_iter()
+                .map(|(id, queue)| si::AddApplicationRequest {
+                    application_id: id,
+                    queue_name: queue,
+                    partition_name: PARTITION.to_string(),
+                    ugi: Some(si::UserGroupInformation {
+                        user: "soak".to_string(),
+                        groups: vec![],
+                    }),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        });
+        // Asks still wanting allocations go out with maxAllocations counting
+        // the live ones, before or after the nodes carrying those allocations.
+        let old_asks = std::mem::take(&mut self.model.asks);
+        let mut resend = Vec::new();
+        for ((app, key), a) in old_asks {
+            if a.pending == 0 {
+                continue;
+            }
+            let live = self
+                .model
+                .allocs
+                .values()
+                .filter(|x| x.app == app && x.key == key)
+                .count() as u32;
+            resend.push((app, key, a.size, (a.pending + live) as i32));
+        }
+        let asks: Vec<si::AllocationAsk> = resend
+            .iter()
+            .map(|(app, key, size, max)| Self::ask(app, key, *size, *max, 0))
+            .collect();
+        if asks_first {
+            for (app, key, size, max) in &resend {
+                self.intents
+                    .ask_undo
+                    .push(((app.clone(), key.clone()), None));
+                self.model.send_ask(app, key, *size, *max);
+            }
+            self.send_asks(asks.clone());
+        }
+        let mut infos = Vec::new();
+        for (id, n) in self.model.nodes.clone() {
+            let existing: Vec<si::Allocation> = self
+                .model
+                .allocs
+                .iter()
+                .filter(|(_, a)| a.node == id)
+                .map(|(aid, a)| si::Allocation {
+                    allocation_key: a.key.clone(),
+                    resource_per_alloc: resource(&[("memory", a.size.0), ("vcore", a.size.1)]),
+                    node_id: id.clone(),
+                    application_id: a.app.clone(),
+                    partition_name: PARTITION.to_string(),
+                    allocation_id: aid.clone(),
+                    ..Default::default()
+                })
+                .collect();
+            for e in &existing {
+                let alloc = self.model.allocs[&e.allocation_id].clone();
+                self.model.recovered(&alloc);
+                self.intents
+                    .recovered
+                    .insert((alloc.app.clone(), alloc.key.clone()));
+                self.counts.recovered += 1;
+            }
+            let action = if n.schedulable {
+                ActionFromRm::Create
+            } else {
+                ActionFromRm::CreateDrain
+            };
+            self.intents
+                .nodes
+                .push((id.clone(), NodeIntent::Create(n.clone())));
+            infos.push(si::NodeInfo {
+                node_id: id,
+                action: action as i32,
+                schedulable_resource: resource(&[
+                    ("memory", n.capacity.0),
+                    ("vcore", n.capacity.1),
+                ]),
+                occupied_resource: resource(&[("memory", n.occupied)]),
+                existing_allocations: existing,
+                ..Default::default()
+            });
+        }
+        self.nodes(infos);
+        if !asks_first && !asks.is_empty() {
+            for (app, key, size, max) in &resend {
+                let id = (app.clone(), key.clone());
+                self.intents
+                    .ask_undo
+                    .push((id.clone(), self.model.asks.get(&id).cloned()));
+                self.model.send_ask(app, key, *size, *max);
+            }
+            self.send_asks(asks);
+        }
+        out
+    }
+
+    /// Settles, applies the callbacks to the model and checks everything.
+    fn finish_step(&mut self, step: usize) -> Vec<String> {
+        self.sched.settle();
+        self.counts.steps += 1;
+        self.counts.callback_faults = self.callback.faults();
+        let mut out = Vec::new();
+        let mut new = Vec::new();
+        let mut intents = std::mem::take(&mut self.intents);
+        for item in self.callback.take() {
+            match item {
+                Inbound::Node(r) => self.on_nodes(r, &mut intents),
+                Inbound::Application(r) => out.extend(self.on_apps(r, &mut intents)),
+                Inbound::Allocation(r) => {
+                    out.extend(self.on_allocations(r, &mut intents, &mut new))
+                }
+            }
+        }
+        if let Some(key) = intents.ask_rejection {
+            out.push(format!("bad ask {key} was not rejected"));
+        }
+        if let Some(key) = intents.alloc_rejection {
+            out.push(format!(
+                "release of unknown allocation {key} was not rejected"
+            ));
+        }
+        let Some(snap) = self.snapshot() else {
+            out.push("partition default is missing".to_string());
+            return out;
+        };
+        out.extend(self.model.compare(&snap));
+        out.extend(check::invariants(&snap, step));
+        out.extend(check::limits(&snap, &new));
+        out.extend(check::liveness(&snap, self.predicates));
+        out
+    }
+
+    fn on_nodes(&mut self, r: si::NodeResponse, intents: &mut Intents) {
+        let mut take = |id: &str| {
+            let i = intents.nodes.iter().position(|(n, _)| n == id)?;
+            Some(intents.nodes.remove(i).1)
+        };
+        for a in r.accepted {
+            match take(&a.node_id) {
+                Some(NodeIntent::Create(n)) => {
+                    self.model.nodes.insert(a.node_id, n);
+                }
+                Some(NodeIntent::Update(cap, occ)) => {
+                    if let Some(n) = self.model.nodes.get_mut(&a.node_id) {
+                        n.capacity = cap;
+                        n.occupied = occ;
+                    }
+                }
+                Some(NodeIntent::Schedulable(s)) => {
+                    if let Some(n) = self.model.nodes.get_mut(&a.node_id) {
+                        n.schedulable = s;
+                    }
+                }
+                Some(NodeIntent::Remove) => {
+                    self.model.nodes.remove(&a.node_id);
+                }
+                None => {}
+            }
+        }
+        for rej in r.rejected {
+            take(&rej.node_id);
+            self.counts.rejections += 1;
+        }
+    }
+
+    fn on_apps(&mut self, r: si::ApplicationResponse, intents: &mut Intents) -> Vec<String> {
+        let mut out = Vec::new();
+        for a in r.accepted {
+            if let Some(queue) = intents.apps.remove(&a.application_id) {
+                self.model
+                    .apps
+                    .insert(a.application_id, super::model::AppModel { queue });
+            }
+        }
+        for rej in r.rejected {
+            self.counts.rejections += 1;
+            intents.apps.remove(&rej.application_id);
+            if intents.readded.contains(&rej.application_id) {
+                out.push(format!(
+                    "application {} refused when re-reported: {}",
+                    rej.application_id, rej.reason
+                ));
+                self.model.apps.remove(&rej.application_id);
+            }
+        }
+        for u in r.updated {
+            if let Err(e) = self.model.app_state(&u.application_id, &u.state) {
+                out.push(e);
+            }
+        }
+        out
+    }
+
+    fn on_allocations(
+        &mut self,
+        r: si::AllocationResponse,
+        intents: &mut Intents,
+        new: &mut Vec<(String, String)>,
+    ) -> Vec<String> {
+        let mut out = Vec::new();
+        for a in r.new {
+            self.counts.allocations += 1;
+            new.push((a.node_id.clone(), a.application_id.clone()));
+            let alloc = AllocModel {
+                key: a.allocation_key,
+                app: a.application_id,
+                node: a.node_id,
+                size: size_of(a.resource_per_alloc.as_ref()),
+            };
+            if let Err(e) = self.model.allocated(&a.allocation_id, alloc) {
+                out.push(e);
+            }
+        }
+        for rel in r.released {
+            self.counts.releases += 1;
+            if let Err(e) = self.model.released(&rel.allocation_id) {
+                out.push(e);
+            }
+        }
+        for rej in r.rejected {
+            self.counts.rejections += 1;
+            let id = (rej.application_id.clone(), rej.allocation_key.clone());
+            if intents.ask_rejection.as_deref() == Some(rej.allocation_key.as_str()) {
+                intents.ask_rejection = None;
+            } else if let Some(i) = intents.ask_undo.iter().position(|(k, _)| *k == id) {
+                let (_, old) = intents.ask_undo.remove(i);
+                match old {
+                    Some(old) => {
+                        self.model.asks.insert(id, old);
+                    }
+                    None => {
+                        self.model.asks.remove(&id);
+                    }
+                }
+            } else {
+                out.push(format!(
+                    "ask {} of {} rejected unexpectedly: {}",
+                    rej.allocation_key, rej.application_id, rej.reason
+                ));
+            }
+        }
+        for rej in r.rejected_allocations {
+            self.counts.rejections += 1;
+            let id = (rej.application_id.clone(), rej.allocation_key.clone());
+            if intents.alloc_rejection.as_deref() == Some(rej.allocation_key.as_str()) {
+                intents.alloc_rejection = None;
+            } else if intents.recovered.contains(&id) {
+                out.push(format!(
+                    "recovered allocation {} of {} refused: {}",
+                    rej.allocation_key, rej.application_id, rej.reason
+                ));
+                self.model
+                    .allocs
+                    .retain(|_, a| !(a.app == id.0 && a.key == id.1));
+            } else {
+                out.push(format!(
+                    "allocation release {} of {} rejected unexpectedly: {}",
+                    rej.allocation_key, rej.application_id, rej.reason
+                ));
+            }
+        }
+        out
+    }
+}
