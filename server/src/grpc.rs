@@ -392,4 +392,18 @@ impl si::scheduler_callback_server::SchedulerCallback for SchedulerService {
     ) -> Result<Response<Self::CallbacksStream>, Status> {
         Ok(Response::new(Box::pin(self.open::<CallbackKind>(request))))
     }
+
+    async fn update_configuration(
+        &self,
+        request: Request<si::ReloadConfigurationRequest>,
+    ) -> Result<Response<si::ReloadConfigurationResponse>, Status> {
+        let cluster_id = request.into_inner().cluster_id;
+        let scheduler = self.scheduler.clone();
+        // Waits for the scheduling thread: keep it off the runtime.
+        tokio::task::spawn_blocking(move || scheduler.update_configuration(&cluster_id))
+            .await
+            .map_err(|e| Status::internal(format!("configuration task failed: {e}")))?
+            .map_err(|e| status_of(&e))?;
+        Ok(Response::new(si::ReloadConfigurationResponse {}))
+    }
 }

@@ -14,6 +14,13 @@
 //! snapshots) run on `spawn_blocking`, so a slow core or client never stalls the
 //! runtime. The core's per-RM dispatcher threads write into the outboxes.
 //!
+//! # Security
+//! Both listeners are on loopback unless told otherwise. With
+//! [`ServerOptions::tls`] both serve TLS (rustls with ring). Mutating calls need
+//! the bearer token when one is set. Messages and bodies are size-limited, and
+//! a gRPC connection may open at most [`ServerOptions::max_concurrent_streams`]
+//! streams at once.
+//!
 //! # Shutdown
 //! [`RunningServer::shutdown`] flips the stop signal: open streams end with
 //! UNAVAILABLE, both listeners stop accepting, in-flight HTTP requests finish,
@@ -40,7 +47,7 @@ use unisched_si as si;
 
 pub use auth::Token;
 pub use default_config::DefaultConfig;
-pub use remote::RemoteScheduler;
+pub use remote::{ConnectOptions, RemoteScheduler};
 
 /// Default gRPC address: loopback, port 9090 (YuniKorn has no gRPC front; 9090 is ours).
 pub const DEFAULT_GRPC_ADDR: &str = "127.0.0.1:9090";
@@ -52,6 +59,24 @@ pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 pub const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
 /// How long shutdown waits for connections to close.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+/// Default limit of concurrent gRPC streams per connection.
+pub const DEFAULT_MAX_CONCURRENT_STREAMS: u32 = 64;
+
+/// A certificate chain and private key (PEM) to serve both ports over TLS.
+#[derive(Clone)]
+pub struct TlsIdentity {
+    /// Certificate chain, PEM.
+    pub cert_pem: Vec<u8>,
+    /// Private key, PEM.
+    pub key_pem: Vec<u8>,
+}
+
+impl std::fmt::Debug for TlsIdentity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never print the key.
+        f.write_str("TlsIdentity")
+    }
+}
 
 /// Settings of a server.
 #[derive(Debug, Clone)]
@@ -68,6 +93,11 @@ pub struct ServerOptions {
     /// How long predicates and configuration persistence wait for the RM's
     /// reply; no reply in time counts as "no".
     pub reply_timeout: Duration,
+    /// Serve gRPC and HTTP over TLS with this identity; plain text when `None`.
+    pub tls: Option<TlsIdentity>,
+    /// Most concurrent gRPC streams on one connection (HTTP/2
+    /// `max_concurrent_streams` and a per-connection limit on requests).
+    pub max_concurrent_streams: u32,
 }
 
 impl Default for ServerOptions {
@@ -78,6 +108,8 @@ impl Default for ServerOptions {
             token: Token::default(),
             default_config: None,
             reply_timeout: Duration::from_millis(500),
+            tls: None,
+            max_concurrent_streams: DEFAULT_MAX_CONCURRENT_STREAMS,
         }
     }
 }
@@ -124,7 +156,18 @@ pub async fn start(scheduler: Scheduler, options: ServerOptions) -> std::io::Res
         .max_decoding_message_size(MAX_MESSAGE_BYTES)
         .max_encoding_message_size(MAX_MESSAGE_BYTES);
     let interceptor = options.token.interceptor();
-    let router = tonic::transport::Server::builder()
+    let mut builder = tonic::transport::Server::builder()
+        .max_concurrent_streams(Some(options.max_concurrent_streams))
+        .concurrency_limit_per_connection(options.max_concurrent_streams as usize);
+    if let Some(tls) = &options.tls {
+        // ring is the only provider compiled in; a second install is a no-op.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let identity = tonic::transport::Identity::from_pem(&tls.cert_pem, &tls.key_pem);
+        builder = builder
+            .tls_config(tonic::transport::ServerTlsConfig::new().identity(identity))
+            .map_err(std::io::Error::other)?;
+    }
+    let router = builder
         .add_service(tonic::service::interceptor::InterceptedService::new(
             scheduler_svc,
             interceptor.clone(),
@@ -146,19 +189,45 @@ pub async fn start(scheduler: Scheduler, options: ServerOptions) -> std::io::Res
         }
     });
 
-    let app = rest::router(rest::RestState::new(scheduler, options.token.clone()));
+    let app = rest::router(rest::RestState::new(
+        scheduler,
+        options.token.clone(),
+        stopping.clone(),
+    ));
     let mut http_stop = stopping;
-    let http = tokio::spawn(async move {
-        let signal = async move {
-            let _ = http_stop.wait_for(|s| *s).await;
-        };
-        if let Err(e) = axum::serve(http_listener, app)
-            .with_graceful_shutdown(signal)
-            .await
-        {
-            tracing::error!(error = %e, "HTTP server failed");
+    let http = match &options.tls {
+        None => tokio::spawn(async move {
+            let signal = async move {
+                let _ = http_stop.wait_for(|s| *s).await;
+            };
+            if let Err(e) = axum::serve(http_listener, app)
+                .with_graceful_shutdown(signal)
+                .await
+            {
+                tracing::error!(error = %e, "HTTP server failed");
+            }
+        }),
+        Some(tls) => {
+            let config = axum_server::tls_rustls::RustlsConfig::from_pem(
+                tls.cert_pem.clone(),
+                tls.key_pem.clone(),
+            )
+            .await?;
+            let server =
+                axum_server::tls_rustls::from_tcp_rustls(http_listener.into_std()?, config)?;
+            let handle = axum_server::Handle::new();
+            let stopper = handle.clone();
+            tokio::spawn(async move {
+                let _ = http_stop.wait_for(|s| *s).await;
+                stopper.graceful_shutdown(Some(SHUTDOWN_GRACE));
+            });
+            tokio::spawn(async move {
+                if let Err(e) = server.handle(handle).serve(app.into_make_service()).await {
+                    tracing::error!(error = %e, "HTTPS server failed");
+                }
+            })
         }
-    });
+    };
     tracing::info!(%grpc_addr, %http_addr, "unisched server listening");
     Ok(RunningServer {
         grpc_addr,

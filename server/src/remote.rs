@@ -108,10 +108,35 @@ impl std::fmt::Debug for RemoteScheduler {
     }
 }
 
+/// How a [`RemoteScheduler`] connects.
+#[derive(Debug, Clone, Default)]
+pub struct ConnectOptions {
+    /// Bearer token sent on every call.
+    pub token: Option<String>,
+    /// For `https://` endpoints: the CA certificate (PEM) the server's
+    /// certificate must chain to.
+    pub ca_pem: Option<Vec<u8>>,
+    /// For `https://` endpoints: the name the server's certificate must carry,
+    /// when not the endpoint's host.
+    pub tls_domain: Option<String>,
+}
+
 impl RemoteScheduler {
     /// Connects to `endpoint` (e.g. `http://127.0.0.1:9090`), sending `token` as
     /// a bearer token on every call when given. Blocks until connected.
     pub fn connect(endpoint: &str, token: Option<&str>) -> Result<Self, ConnectError> {
+        Self::connect_with(
+            endpoint,
+            ConnectOptions {
+                token: token.map(str::to_string),
+                ..ConnectOptions::default()
+            },
+        )
+    }
+
+    /// Connects with TLS and token settings; blocks until connected.
+    pub fn connect_with(endpoint: &str, options: ConnectOptions) -> Result<Self, ConnectError> {
+        let token = options.token.as_deref();
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("unisched-remote")
@@ -121,7 +146,18 @@ impl RemoteScheduler {
             .map(|t| AsciiMetadataValue::try_from(format!("Bearer {t}")))
             .transpose()
             .map_err(|_| ConnectError::Token)?;
-        let endpoint = Endpoint::from_shared(endpoint.to_string())?;
+        let mut endpoint = Endpoint::from_shared(endpoint.to_string())?;
+        if options.ca_pem.is_some() || options.tls_domain.is_some() {
+            let _ = rustls::crypto::ring::default_provider().install_default();
+            let mut tls = tonic::transport::ClientTlsConfig::new();
+            if let Some(ca) = &options.ca_pem {
+                tls = tls.ca_certificate(tonic::transport::Certificate::from_pem(ca));
+            }
+            if let Some(domain) = &options.tls_domain {
+                tls = tls.domain_name(domain.clone());
+            }
+            endpoint = endpoint.tls_config(tls)?;
+        }
         let channel = runtime.block_on(endpoint.connect())?;
         let scheduler = SchedulerClient::new(channel.clone())
             .max_decoding_message_size(MAX_MESSAGE_BYTES)
@@ -324,14 +360,28 @@ impl SchedulerApi for RemoteScheduler {
         queue(&tx, request)
     }
 
-    /// Not available remotely: `si.v1.Scheduler` has no configuration call.
+    /// Calls our `SchedulerCallback.UpdateConfiguration` (upstream's
+    /// `si.v1.Scheduler` has no configuration call) and waits for the result.
     fn update_configuration(&self, cluster_id: &str) -> SchedulerResult<()> {
-        Err(SchedulerError::InvalidRequest {
-            reason: format!(
-                "update_configuration({cluster_id:?}) is not available over gRPC: \
-                 si.v1.Scheduler has no such call; register again with the new configuration"
-            ),
-        })
+        let mut grpc = Request::new(si::ReloadConfigurationRequest {
+            cluster_id: cluster_id.to_string(),
+        });
+        self.decorate(grpc.metadata_mut(), Some(cluster_id));
+        let mut client = self.callbacks.clone();
+        self.runtime
+            .block_on(client.update_configuration(grpc))
+            .map_err(|s| match error_of(&s) {
+                SchedulerError::InvalidRequest { reason }
+                    if s.code() == Code::FailedPrecondition =>
+                {
+                    SchedulerError::ConfigurationUnavailable {
+                        cluster_id: cluster_id.to_string(),
+                        reason,
+                    }
+                }
+                e => e,
+            })?;
+        Ok(())
     }
 }
 

@@ -1,21 +1,27 @@
 //! REST under `/ws/v1`, with YuniKorn's routes and JSON field names, built from
-//! partition snapshots.
+//! the snapshots the core publishes.
 //!
-//! Every read takes snapshots on a blocking task (`Scheduler::snapshot` waits for
-//! the scheduling thread), so a slow scrape never stalls the runtime. Reads are
+//! Reads never wait for the scheduling loop while its published view is fresh
+//! (`Scheduler::published`); when it is stale the first read takes a snapshot
+//! through the loop, on a blocking task so the runtime never stalls. Reads are
 //! open; every other method needs the bearer token when one is set.
 
 mod dao;
+mod events;
 mod health;
 mod metrics;
+mod usage;
+
+use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{DefaultBodyLimit, Path, Request, State};
+use axum::extract::{DefaultBodyLimit, Path, Query, Request, State};
 use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use unisched_core::{PartitionSnapshot, Scheduler};
+use unisched_shim_api::SchedulerError;
 
 use crate::auth::Token;
 
@@ -24,12 +30,26 @@ use crate::auth::Token;
 pub struct RestState {
     scheduler: Scheduler,
     token: Token,
+    /// Turns true when the server shuts down; event streams end then.
+    stopping: tokio::sync::watch::Receiver<bool>,
+    /// Open `events/stream` responses.
+    streams: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl RestState {
-    /// State over `scheduler`, guarding mutating methods with `token`.
-    pub fn new(scheduler: Scheduler, token: Token) -> Self {
-        Self { scheduler, token }
+    /// State over `scheduler`, guarding mutating methods with `token`; open
+    /// event streams end when `stopping` turns true.
+    pub fn new(
+        scheduler: Scheduler,
+        token: Token,
+        stopping: tokio::sync::watch::Receiver<bool>,
+    ) -> Self {
+        Self {
+            scheduler,
+            token,
+            stopping,
+            streams: Arc::default(),
+        }
     }
 }
 
@@ -50,6 +70,23 @@ impl ApiError {
 
     fn not_found(what: &str, name: &str) -> Self {
         Self::new(StatusCode::NOT_FOUND, format!("{what} {name} not found"))
+    }
+
+    fn internal(e: impl std::fmt::Display) -> Self {
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
+    }
+
+    fn of(e: &SchedulerError) -> Self {
+        let status =
+            match e {
+                SchedulerError::UnknownResourceManager { .. } => StatusCode::NOT_FOUND,
+                SchedulerError::InvalidRequest { .. }
+                | SchedulerError::InvalidConfiguration { .. } => StatusCode::BAD_REQUEST,
+                SchedulerError::ConfigurationUnavailable { .. }
+                | SchedulerError::Reentrant { .. } => StatusCode::CONFLICT,
+                SchedulerError::ShutDown => StatusCode::SERVICE_UNAVAILABLE,
+            };
+        Self::new(status, e.to_string())
     }
 }
 
@@ -76,12 +113,24 @@ pub fn router(state: RestState) -> Router {
         .route("/ws/v1/partition/{p}/node/{n}", get(node))
         .route("/ws/v1/partition/{p}/applications", get(applications))
         .route(
+            "/ws/v1/partition/{p}/applications/{state}",
+            get(applications_by_state),
+        )
+        .route(
             "/ws/v1/partition/{p}/queue/{q}/applications",
             get(queue_applications),
         )
         .route("/ws/v1/partition/{p}/application/{a}", get(application))
+        .route("/ws/v1/partition/{p}/usage/users", get(usage_users))
+        .route("/ws/v1/partition/{p}/usage/groups", get(usage_groups))
+        .route("/ws/v1/partition/{p}/usage/user/{u}", get(usage_user))
+        .route("/ws/v1/partition/{p}/usage/group/{g}", get(usage_group))
+        .route("/ws/v1/config", get(get_config).put(put_config))
         .route("/ws/v1/scheduler/healthcheck", get(healthcheck))
         .route("/ws/v1/validate-conf", post(validate_conf))
+        .route("/ws/v1/events/batch", get(events::batch))
+        .route("/ws/v1/events/stream", get(events::stream))
+        .route("/ws/v1/fullstatedump", get(fullstatedump))
         .route("/ws/v1/metrics", get(metrics))
         .layer(DefaultBodyLimit::max(crate::MAX_BODY_BYTES))
         .layer(middleware::from_fn_with_state(state.clone(), require_token))
@@ -101,7 +150,7 @@ async fn require_token(State(state): State<RestState>, request: Request, next: N
     }
 }
 
-/// Runs a snapshot read on a blocking task.
+/// Runs a call that may wait for the scheduling thread on a blocking task.
 async fn blocking<T: Send + 'static>(
     state: &RestState,
     f: impl FnOnce(&Scheduler) -> T + Send + 'static,
@@ -109,22 +158,16 @@ async fn blocking<T: Send + 'static>(
     let scheduler = state.scheduler.clone();
     tokio::task::spawn_blocking(move || f(&scheduler))
         .await
-        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))
+        .map_err(ApiError::internal)
 }
 
-async fn all_snapshots(state: &RestState) -> ApiResult<Vec<PartitionSnapshot>> {
-    blocking(state, |s| {
-        s.partitions()
-            .iter()
-            .filter_map(|p| s.snapshot(p))
-            .collect()
-    })
-    .await
+async fn all_snapshots(state: &RestState) -> ApiResult<Vec<Arc<PartitionSnapshot>>> {
+    blocking(state, Scheduler::published_all).await
 }
 
-async fn snapshot(state: &RestState, partition: String) -> ApiResult<PartitionSnapshot> {
+async fn snapshot(state: &RestState, partition: String) -> ApiResult<Arc<PartitionSnapshot>> {
     let name = partition.clone();
-    blocking(state, move |s| s.snapshot(&name))
+    blocking(state, move |s| s.published(&name))
         .await?
         .ok_or_else(|| ApiError::not_found("partition", &partition))
 }
@@ -132,7 +175,7 @@ async fn snapshot(state: &RestState, partition: String) -> ApiResult<PartitionSn
 async fn partitions(State(state): State<RestState>) -> ApiResult<impl IntoResponse> {
     let snaps = all_snapshots(&state).await?;
     Ok(axum::Json(
-        snaps.iter().map(dao::partition).collect::<Vec<_>>(),
+        snaps.iter().map(|s| dao::partition(s)).collect::<Vec<_>>(),
     ))
 }
 
@@ -187,6 +230,26 @@ async fn applications(
     Ok(axum::Json(dao::applications(&snap, |_| true)))
 }
 
+/// States an application leaves for good; every other state is `active`.
+const FINISHED_STATES: [&str; 4] = ["Completed", "Rejected", "Failed", "Expired"];
+
+async fn applications_by_state(
+    State(state): State<RestState>,
+    Path((p, wanted)): Path<(String, String)>,
+) -> ApiResult<impl IntoResponse> {
+    let snap = snapshot(&state, p).await?;
+    let wanted = wanted.to_lowercase();
+    let apps = match wanted.as_str() {
+        "active" => dao::applications(&snap, |a| {
+            !FINISHED_STATES
+                .iter()
+                .any(|f| f.eq_ignore_ascii_case(&a.state))
+        }),
+        _ => dao::applications(&snap, |a| a.state.eq_ignore_ascii_case(&wanted)),
+    };
+    Ok(axum::Json(apps))
+}
+
 async fn queue_applications(
     State(state): State<RestState>,
     Path((p, q)): Path<(String, String)>,
@@ -209,18 +272,142 @@ async fn application(
         .ok_or_else(|| ApiError::not_found("application", &a))
 }
 
+async fn usage_users(
+    State(state): State<RestState>,
+    Path(p): Path<String>,
+) -> ApiResult<impl IntoResponse> {
+    let snap = snapshot(&state, p).await?;
+    Ok(axum::Json(usage::users(&snap)))
+}
+
+async fn usage_groups(
+    State(state): State<RestState>,
+    Path(p): Path<String>,
+) -> ApiResult<impl IntoResponse> {
+    let snap = snapshot(&state, p).await?;
+    Ok(axum::Json(usage::groups(&snap)))
+}
+
+async fn usage_user(
+    State(state): State<RestState>,
+    Path((p, u)): Path<(String, String)>,
+) -> ApiResult<impl IntoResponse> {
+    let snap = snapshot(&state, p).await?;
+    usage::users(&snap)
+        .into_iter()
+        .find(|x| x.user_name == u)
+        .map(axum::Json)
+        .ok_or_else(|| ApiError::not_found("user", &u))
+}
+
+async fn usage_group(
+    State(state): State<RestState>,
+    Path((p, g)): Path<(String, String)>,
+) -> ApiResult<impl IntoResponse> {
+    let snap = snapshot(&state, p).await?;
+    usage::groups(&snap)
+        .into_iter()
+        .find(|x| x.group_name == g)
+        .map(axum::Json)
+        .ok_or_else(|| ApiError::not_found("group", &g))
+}
+
+#[derive(serde::Deserialize)]
+struct RmQuery {
+    /// The RM whose configuration is meant; optional with a single RM.
+    #[serde(rename = "rmID")]
+    rm_id: Option<String>,
+}
+
+/// The RM a config call means: the one named, else the only one registered.
+fn rm_of(scheduler: &Scheduler, query: RmQuery) -> ApiResult<String> {
+    if let Some(rm) = query.rm_id {
+        return Ok(rm);
+    }
+    let mut rms = scheduler.resource_managers();
+    match rms.len() {
+        1 => Ok(rms.remove(0)),
+        0 => Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "no resource manager is registered",
+        )),
+        _ => Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            format!("several resource managers are registered ({rms:?}): name one with ?rmID="),
+        )),
+    }
+}
+
+/// `GET /ws/v1/config`: the configuration text in force (YAML), or, with
+/// `Accept: application/json`, `{rmID, checksum, config}`.
+async fn get_config(
+    State(state): State<RestState>,
+    Query(query): Query<RmQuery>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    let rm = rm_of(&state.scheduler, query)?;
+    let text = state
+        .scheduler
+        .config(&rm)
+        .ok_or_else(|| ApiError::not_found("resource manager", &rm))?;
+    let json = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("application/json"));
+    if json {
+        let checksum = unisched_core::config::checksum(&text);
+        return Ok(axum::Json(serde_json::json!({
+            "rmID": rm,
+            "checksum": checksum,
+            "config": text,
+        }))
+        .into_response());
+    }
+    Ok(([(header::CONTENT_TYPE, "application/x-yaml")], text).into_response())
+}
+
+/// `PUT /ws/v1/config`: applies the YAML body, then asks the RM to persist it.
+async fn put_config(
+    State(state): State<RestState>,
+    Query(query): Query<RmQuery>,
+    body: axum::body::Bytes,
+) -> ApiResult<impl IntoResponse> {
+    let text = utf8(&body)?.to_string();
+    let rm = rm_of(&state.scheduler, query)?;
+    let answer = blocking(&state, move |s| s.set_config(&rm, &text))
+        .await?
+        .map_err(|e| ApiError::of(&e))?;
+    if !answer.success {
+        return Err(ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!(
+                "the configuration was applied but the resource manager did not persist it: {}",
+                answer.reason
+            ),
+        ));
+    }
+    Ok(axum::Json(serde_json::json!({
+        "persisted": true,
+        "oldConfig": answer.old_config,
+    })))
+}
+
+fn utf8(body: &[u8]) -> ApiResult<&str> {
+    std::str::from_utf8(body).map_err(|e| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            format!("the configuration is not UTF-8 text: {e}"),
+        )
+    })
+}
+
 async fn healthcheck(State(state): State<RestState>) -> ApiResult<impl IntoResponse> {
     let snaps = all_snapshots(&state).await?;
     Ok(axum::Json(health::check_all(&snaps)))
 }
 
 async fn validate_conf(body: axum::body::Bytes) -> ApiResult<impl IntoResponse> {
-    let text = std::str::from_utf8(&body).map_err(|e| {
-        ApiError::new(
-            StatusCode::BAD_REQUEST,
-            format!("the configuration is not UTF-8 text: {e}"),
-        )
-    })?;
+    let text = utf8(&body)?;
     let answer = match unisched_core::config::parse(text) {
         Ok(_) => serde_json::json!({ "allowed": true }),
         Err(errors) => serde_json::json!({ "allowed": false, "reason": errors.to_string() }),
@@ -228,11 +415,36 @@ async fn validate_conf(body: axum::body::Bytes) -> ApiResult<impl IntoResponse> 
     Ok(axum::Json(answer))
 }
 
-async fn metrics(State(state): State<RestState>, headers: HeaderMap) -> ApiResult<Response> {
-    let _ = headers;
+/// `fullstatedump`: everything a bug report needs, in one document.
+async fn fullstatedump(State(state): State<RestState>) -> ApiResult<impl IntoResponse> {
     let snaps = all_snapshots(&state).await?;
-    let text = metrics::render(&snaps)
-        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+    let scheduler = state.scheduler.clone();
+    let configs: std::collections::BTreeMap<String, String> = scheduler
+        .resource_managers()
+        .into_iter()
+        .filter_map(|rm| scheduler.config(&rm).map(|c| (rm, c)))
+        .collect();
+    let events = scheduler.events_since(0, usize::MAX);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    Ok(axum::Json(serde_json::json!({
+        "timestamp": now,
+        "partitions": snaps.iter().map(|s| dao::partition(s)).collect::<Vec<_>>(),
+        "queues": snaps.iter().filter_map(|s| dao::queue_tree(s, "root")).collect::<Vec<_>>(),
+        "applications": snaps.iter().flat_map(|s| dao::applications(s, |_| true)).collect::<Vec<_>>(),
+        "nodes": snaps.iter().flat_map(|s| s.nodes.iter().map(|n| dao::node(s, n)).collect::<Vec<_>>()).collect::<Vec<_>>(),
+        "userUsage": snaps.iter().flat_map(|s| usage::users(s)).collect::<Vec<_>>(),
+        "groupUsage": snaps.iter().flat_map(|s| usage::groups(s)).collect::<Vec<_>>(),
+        "schedulerHealth": health::check_all(&snaps),
+        "config": configs,
+        "eventStream": events::dao(&events),
+    })))
+}
+
+async fn metrics(State(state): State<RestState>) -> ApiResult<Response> {
+    let snaps = all_snapshots(&state).await?;
+    let text = metrics::render(&snaps, state.scheduler.metrics()).map_err(ApiError::internal)?;
     Ok((
         [(
             header::CONTENT_TYPE,

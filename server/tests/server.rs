@@ -449,3 +449,414 @@ async fn client_disconnecting_mid_stream_leaves_server_healthy() {
     assert_eq!(health["Healthy"], true, "{health}");
     server.shutdown().await;
 }
+
+/// GETs `path` until `done` holds for its JSON (published views may lag the
+/// core by up to a publication interval), or panics after a generous deadline.
+async fn get_json_until(
+    server: &RunningServer,
+    path: &str,
+    done: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let value = get_json(server, path).await;
+        if done(&value) {
+            return value;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{path} never satisfied the condition; last: {value}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// GETs `/ws/v1/metrics` until it contains `line`.
+async fn metrics_until(server: &RunningServer, line: &str) -> String {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let (status, text) = http(server, "GET", "/ws/v1/metrics", "", b"").await;
+        assert_eq!(status, 200);
+        if text.contains(line) {
+            return text;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "metrics never showed {line:?}:\n{text}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn usage_state_events_and_dump_routes() {
+    let (_sched, server) = start(None).await;
+    allocate_over_grpc(&server, 2).await;
+
+    let users = get_json(&server, "/ws/v1/partition/default/usage/users").await;
+    assert_eq!(users[0]["userName"], "alice");
+    assert_eq!(users[0]["queues"]["queuePath"], "root");
+    assert_eq!(users[0]["queues"]["resourceUsage"]["memory"], 200);
+    assert_eq!(
+        users[0]["queues"]["children"][0]["runningApplications"],
+        serde_json::json!(["app-1"])
+    );
+    let alice = get_json(&server, "/ws/v1/partition/default/usage/user/alice").await;
+    assert_eq!(alice, users[0]);
+    let groups = get_json(&server, "/ws/v1/partition/default/usage/groups").await;
+    assert_eq!(groups, serde_json::json!([]), "alice has no groups");
+
+    let active = get_json(&server, "/ws/v1/partition/default/applications/active").await;
+    assert_eq!(active[0]["applicationID"], "app-1");
+    let done = get_json(&server, "/ws/v1/partition/default/applications/completed").await;
+    assert_eq!(done, serde_json::json!([]));
+
+    let events = get_json_until(&server, "/ws/v1/events/batch?count=1000", |v| {
+        v["eventRecords"].as_array().is_some_and(|e| !e.is_empty())
+    })
+    .await;
+    assert!(events["instanceUUID"].is_string());
+    assert_eq!(events["lowestID"], 0);
+    let first = &events["eventRecords"][0];
+    assert!(
+        first["objectID"].is_string() && first["type"].is_string(),
+        "{first}"
+    );
+    let later = get_json(&server, "/ws/v1/events/batch?start=1&count=1").await;
+    assert_eq!(later["eventRecords"][0]["id"], 1);
+
+    let dump = get_json(&server, "/ws/v1/fullstatedump").await;
+    for key in [
+        "timestamp",
+        "partitions",
+        "queues",
+        "applications",
+        "nodes",
+        "userUsage",
+        "config",
+        "eventStream",
+        "schedulerHealth",
+    ] {
+        assert!(!dump[key].is_null(), "fullstatedump lacks {key}");
+    }
+    assert_eq!(dump["nodes"].as_array().unwrap().len(), 2);
+    assert!(
+        dump["config"][RM]
+            .as_str()
+            .is_some_and(|c| c.contains("root"))
+    );
+
+    for (path, want) in [
+        ("/ws/v1/events/batch?count=abc", 400),
+        ("/ws/v1/partition/default/usage/user/nobody", 404),
+    ] {
+        let (status, body) = http(&server, "GET", path, "", b"").await;
+        assert_eq!(status, want, "{path}: {body}");
+    }
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_counters_move() {
+    let (_sched, server) = start(None).await;
+    allocate_over_grpc(&server, 3).await;
+    let text = metrics_until(
+        &server,
+        "yunikorn_scheduler_container_allocation_attempt_total{state=\"allocated\"} 3",
+    )
+    .await;
+    for line in [
+        "yunikorn_scheduler_application_submission_total{result=\"accepted\"} 1",
+        "yunikorn_scheduler_node{state=\"active\"} 2",
+        "yunikorn_scheduler_application_total{state=\"running\"} 1",
+        "# TYPE yunikorn_scheduler_scheduling_latency_milliseconds histogram",
+        "yunikorn_queue_app{",
+    ] {
+        assert!(text.contains(line), "{line} missing:\n{text}");
+    }
+    let count = |text: &str| -> u64 {
+        text.lines()
+            .find_map(|l| {
+                l.strip_prefix("yunikorn_scheduler_scheduling_latency_milliseconds_count ")
+            })
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
+    };
+    let before = count(&text);
+    assert!(before > 0, "{text}");
+    // More work moves the counters on.
+    let mut c = client(&server).await;
+    let (tx, out) = outgoing();
+    let mut req = Request::new(out);
+    req.metadata_mut().insert("rmid", RM.parse().unwrap());
+    let mut alloc_in = c.update_allocation(req).await.unwrap().into_inner();
+    tx.send(si::AllocationRequest {
+        asks: asks("app-1", 5).asks.into_iter().skip(3).collect(),
+        ..asks("app-1", 0)
+    })
+    .await
+    .unwrap();
+    let mut got = 0;
+    while got < 2 {
+        got += tokio::time::timeout(WAIT, alloc_in.message())
+            .await
+            .expect("allocations in time")
+            .unwrap()
+            .unwrap()
+            .new
+            .len();
+    }
+    let text = metrics_until(
+        &server,
+        "yunikorn_scheduler_container_allocation_attempt_total{state=\"allocated\"} 5",
+    )
+    .await;
+    assert!(count(&text) > before, "{text}");
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn config_put_applies_then_asks_the_rm_to_persist() {
+    let (sched, server) = start(Some("s3cret")).await;
+    let endpoint = format!("http://{}", server.grpc_addr);
+    let rm = Arc::new(RecordingCallback::new());
+    let cb = rm.clone();
+    let remote = tokio::task::spawn_blocking(move || {
+        let remote = RemoteScheduler::connect(&endpoint, Some("s3cret")).expect("connect");
+        remote
+            .register_resource_manager(register(), cb)
+            .expect("register");
+        // Our UpdateConfiguration rpc: without a source, the text in force is re-applied.
+        remote.update_configuration(RM).expect("reload over gRPC");
+        let unknown = remote.update_configuration("nope");
+        assert!(
+            matches!(
+                unknown,
+                Err(unisched_shim_api::SchedulerError::UnknownResourceManager { .. })
+            ),
+            "{unknown:?}"
+        );
+        remote
+    })
+    .await
+    .unwrap();
+
+    let (status, text) = http(&server, "GET", "/ws/v1/config", "", b"").await;
+    assert_eq!(status, 200);
+    assert_eq!(text, unisched_core::scheduler::DEFAULT_CONFIG);
+    let json = get_json_with(&server, "/ws/v1/config", "Accept: application/json\r\n").await;
+    assert_eq!(json["rmID"], RM);
+
+    let new_config = "partitions:
+  - name: default
+    queues:
+      - name: root
+        submitacl: '*'
+        queues:
+          - name: default
+          - name: batch
+";
+    let (status, _) = http(&server, "PUT", "/ws/v1/config", "", new_config.as_bytes()).await;
+    assert_eq!(status, 401, "PUT needs the token");
+    let auth = "Authorization: Bearer s3cret\r\n";
+    let (status, body) = http(&server, "PUT", "/ws/v1/config", auth, b"partitions: [").await;
+    assert_eq!(status, 400, "{body}");
+    let (status, body) = http(&server, "PUT", "/ws/v1/config", auth, new_config.as_bytes()).await;
+    assert_eq!(status, 200, "{body}");
+    let body: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(body["persisted"], true);
+
+    // Applied in the core, and the RM was asked to persist exactly that text.
+    let persisted = rm.recorded().configurations.clone();
+    assert_eq!(persisted.len(), 1, "{persisted:?}");
+    assert_eq!(persisted[0].config, new_config);
+    assert_eq!(persisted[0].rm_id, RM);
+    assert_eq!(persisted[0].policy_group, "queues");
+    let (status, text) = http(&server, "GET", "/ws/v1/config", "", b"").await;
+    assert_eq!(status, 200);
+    assert_eq!(text, new_config);
+    get_json_until(&server, "/ws/v1/partition/default/queue/root.batch", |q| {
+        q["queuename"] == "root.batch"
+    })
+    .await;
+    let core = sched.clone();
+    let snapshot = tokio::task::spawn_blocking(move || core.snapshot("default"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(snapshot.queue("root.batch").is_some());
+    tokio::task::spawn_blocking(move || drop(remote))
+        .await
+        .unwrap();
+    server.shutdown().await;
+}
+
+async fn get_json_with(server: &RunningServer, path: &str, headers: &str) -> serde_json::Value {
+    let (status, body) = http(server, "GET", path, headers, b"").await;
+    assert_eq!(status, 200, "{path}: {body}");
+    serde_json::from_str(&body).unwrap_or_else(|e| panic!("{path}: {e}: {body}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn event_stream_delivers_live_events_and_survives_disconnects() {
+    let (_sched, server) = start(None).await;
+    // A client that opens the stream and vanishes at once.
+    {
+        let mut conn = tokio::net::TcpStream::connect(server.http_addr)
+            .await
+            .unwrap();
+        conn.write_all(b"GET /ws/v1/events/stream HTTP/1.1\r\nHost: t\r\n\r\n")
+            .await
+            .unwrap();
+    }
+    let mut conn = tokio::net::TcpStream::connect(server.http_addr)
+        .await
+        .unwrap();
+    conn.write_all(b"GET /ws/v1/events/stream HTTP/1.1\r\nHost: t\r\n\r\n")
+        .await
+        .unwrap();
+    // Wait for the response head, so the subscription exists before the work.
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&seen).contains("\r\n\r\n") {
+        let n = tokio::time::timeout(WAIT, conn.read(&mut buf))
+            .await
+            .expect("response head in time")
+            .unwrap();
+        assert!(n > 0, "stream closed early");
+        seen.extend_from_slice(&buf[..n]);
+    }
+    assert!(String::from_utf8_lossy(&seen).starts_with("HTTP/1.1 200"));
+    allocate_over_grpc(&server, 1).await;
+    while !String::from_utf8_lossy(&seen).contains("\"objectID\"") {
+        let n = tokio::time::timeout(WAIT, conn.read(&mut buf))
+            .await
+            .expect("a live event in time")
+            .unwrap();
+        assert!(n > 0, "stream closed early");
+        seen.extend_from_slice(&buf[..n]);
+    }
+    drop(conn);
+    let health = get_json(&server, "/ws/v1/scheduler/healthcheck").await;
+    assert_eq!(health["Healthy"], true, "{health}");
+    // Shutdown ends streams still open instead of waiting for them.
+    let mut lingering = tokio::net::TcpStream::connect(server.http_addr)
+        .await
+        .unwrap();
+    lingering
+        .write_all(b"GET /ws/v1/events/stream?count=5 HTTP/1.1\r\nHost: t\r\n\r\n")
+        .await
+        .unwrap();
+    let n = tokio::time::timeout(WAIT, lingering.read(&mut buf))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(n > 0);
+    tokio::time::timeout(unisched_server::SHUTDOWN_GRACE, server.shutdown())
+        .await
+        .expect("shutdown does not wait for the grace period");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_on_both_ports() {
+    let key = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let cert_pem = key.cert.pem();
+    let scheduler = Scheduler::start(SchedulerOptions::default());
+    let options = ServerOptions {
+        grpc_addr: "127.0.0.1:0".parse().unwrap(),
+        http_addr: "127.0.0.1:0".parse().unwrap(),
+        tls: Some(unisched_server::TlsIdentity {
+            cert_pem: cert_pem.clone().into_bytes(),
+            key_pem: key.signing_key.serialize_pem().into_bytes(),
+        }),
+        ..ServerOptions::default()
+    };
+    let server = unisched_server::start(scheduler, options).await.unwrap();
+
+    // gRPC: the remote client verifies the server against the CA.
+    let endpoint = format!("https://{}", server.grpc_addr);
+    let ca = cert_pem.clone().into_bytes();
+    tokio::task::spawn_blocking(move || {
+        let remote = RemoteScheduler::connect_with(
+            &endpoint,
+            unisched_server::ConnectOptions {
+                ca_pem: Some(ca),
+                tls_domain: Some("localhost".to_string()),
+                ..Default::default()
+            },
+        )
+        .expect("TLS connect");
+        remote
+            .register_resource_manager(register(), Arc::new(RecordingCallback::new()))
+            .expect("register over TLS");
+    })
+    .await
+    .unwrap();
+
+    // HTTPS: a rustls client that trusts only the generated certificate.
+    use tokio_rustls::rustls;
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(key.cert.der().clone()).unwrap();
+    let config = rustls::ClientConfig::builder()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+    let tcp = tokio::net::TcpStream::connect(server.http_addr)
+        .await
+        .unwrap();
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let mut tls = connector.connect(name, tcp).await.expect("TLS handshake");
+    tls.write_all(
+        b"GET /ws/v1/partitions HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+    )
+    .await
+    .unwrap();
+    let mut raw = Vec::new();
+    let _ = tls.read_to_end(&mut raw).await;
+    let text = String::from_utf8_lossy(&raw);
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    assert!(text.contains("\"clusterId\":\"rm-1\""), "{text}");
+
+    // Plain text on the TLS port gets no HTTP answer.
+    let mut plain = tokio::net::TcpStream::connect(server.http_addr)
+        .await
+        .unwrap();
+    plain
+        .write_all(b"GET /ws/v1/partitions HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let mut raw = Vec::new();
+    let _ = tokio::time::timeout(WAIT, plain.read_to_end(&mut raw)).await;
+    assert!(!String::from_utf8_lossy(&raw).starts_with("HTTP/1.1 200"));
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_protobuf_is_an_error_not_a_panic() {
+    let (_sched, server) = start(None).await;
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", server.grpc_addr))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut grpc = tonic::client::Grpc::new(channel);
+    grpc.ready().await.unwrap();
+    // Field 1 as a varint where the server expects rmID, a string: undecodable.
+    let codec =
+        tonic_prost::ProstCodec::<si::Quantity, si::RegisterResourceManagerResponse>::default();
+    let path = tonic::codegen::http::uri::PathAndQuery::from_static(
+        "/si.v1.Scheduler/RegisterResourceManager",
+    );
+    let err = grpc
+        .unary(Request::new(si::Quantity { value: 7 }), path, codec)
+        .await
+        .unwrap_err();
+    assert_ne!(err.code(), tonic::Code::Ok);
+    // The server goes on serving, and nothing was registered.
+    assert_eq!(
+        get_json(&server, "/ws/v1/partitions").await,
+        serde_json::json!([])
+    );
+    assert_eq!(allocate_over_grpc(&server, 1).await.len(), 1);
+    server.shutdown().await;
+}

@@ -5,7 +5,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use unisched_core::{Scheduler, SchedulerOptions};
-use unisched_server::{DEFAULT_GRPC_ADDR, DEFAULT_HTTP_ADDR, DefaultConfig, ServerOptions, Token};
+use unisched_server::{
+    DEFAULT_GRPC_ADDR, DEFAULT_HTTP_ADDR, DefaultConfig, ServerOptions, TlsIdentity, Token,
+};
 
 use crate::watch::{
     ConfigFileWatcher, FileConfigSource, WatchOptions, read_config_file, reload_default_config_rms,
@@ -28,6 +30,15 @@ pub struct ServeArgs {
     /// Bearer token required on mutating calls (gRPC and HTTP); none by default.
     #[arg(long)]
     pub token: Option<String>,
+    /// Certificate chain (PEM) to serve both ports over TLS; needs --tls-key.
+    #[arg(long, requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// Private key (PEM) of --tls-cert.
+    #[arg(long, requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Most concurrent gRPC streams per connection.
+    #[arg(long, default_value_t = unisched_server::DEFAULT_MAX_CONCURRENT_STREAMS)]
+    pub max_concurrent_streams: u32,
 }
 
 /// Runs `serve` until SIGTERM or Ctrl-C.
@@ -52,6 +63,20 @@ pub fn run(args: ServeArgs) -> ExitCode {
         default_config = Some((path.clone(), text));
         options.config_source = Some(Arc::new(FileConfigSource::new(path.clone())));
     }
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => match (std::fs::read(cert), std::fs::read(key)) {
+            (Ok(cert_pem), Ok(key_pem)) => Some(TlsIdentity { cert_pem, key_pem }),
+            (Err(e), _) => {
+                eprintln!("serve: cannot read {}: {e}", cert.display());
+                return ExitCode::FAILURE;
+            }
+            (_, Err(e)) => {
+                eprintln!("serve: cannot read {}: {e}", key.display());
+                return ExitCode::FAILURE;
+            }
+        },
+        _ => None,
+    };
     let scheduler = Scheduler::start(options);
     let (default_config, watcher) = match default_config {
         Some((path, text)) => {
@@ -65,6 +90,8 @@ pub fn run(args: ServeArgs) -> ExitCode {
         http_addr: args.http_addr,
         token: Token::new(args.token.as_deref()),
         default_config,
+        tls,
+        max_concurrent_streams: args.max_concurrent_streams,
         ..ServerOptions::default()
     };
     let code = match unisched_server::serve_until_signal(scheduler.clone(), server_options) {

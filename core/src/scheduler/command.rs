@@ -145,6 +145,19 @@ pub enum Command {
         /// Where the outcome goes.
         reply: Sender<SchedulerResult<()>>,
     },
+    /// Apply a configuration changed through the core (e.g. REST), then ask the
+    /// RM to persist it through its dispatcher.
+    SetConfiguration {
+        /// The RM (cluster id).
+        rm_id: String,
+        /// The new text.
+        text: String,
+        /// Where the outcome of applying goes.
+        reply: Sender<SchedulerResult<()>>,
+        /// Where the RM's answer to the persistence call goes (dropped when
+        /// applying failed).
+        persisted: Sender<Result<si::UpdateConfigurationResponse, String>>,
+    },
     /// Reply (by dropping the sender) once everything before is applied,
     /// scheduling is quiescent and callbacks are delivered.
     Settle(Sender<()>),

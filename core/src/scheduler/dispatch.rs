@@ -24,6 +24,12 @@ pub enum Outgoing {
     State(si::UpdateContainerSchedulingStateRequest),
     /// Everything before this has been delivered; drop the token to say so.
     Barrier(Sender<()>),
+    /// Ask the RM to persist a configuration; its answer (or why there is
+    /// none) goes to the sender.
+    Configuration(
+        si::UpdateConfigurationRequest,
+        Sender<Result<si::UpdateConfigurationResponse, String>>,
+    ),
 }
 
 /// The dispatcher of one RM.
@@ -90,6 +96,12 @@ fn deliver_all(rm: &str, callback: &dyn ResourceManagerCallback, rx: Receiver<Ou
                 guarded(|| callback.update_application(r)),
             ),
             Outgoing::Node(r) => ("update_node", guarded(|| callback.update_node(r))),
+            Outgoing::Configuration(request, reply) => {
+                let answer = guarded(|| callback.update_configuration(request));
+                let result = answer.as_ref().map(|_| ()).map_err(Clone::clone);
+                let _ = reply.send(answer);
+                ("update_configuration", result)
+            }
             Outgoing::Events(e) => ("send_event", guarded(|| callback.send_event(e))),
             Outgoing::State(s) => (
                 "update_container_scheduling_state",

@@ -17,6 +17,9 @@
 //! 5. Hand each partition's results to its RM's dispatcher (one response of a
 //!    kind per pass).
 //! 6. When nothing more can be scheduled, answer waiting settles and snapshots.
+//! 7. When someone read recently, publish snapshots of every partition for
+//!    readers (at most every `PUBLISH_INTERVAL`; see `observe.rs`), else mark
+//!    the published view stale. The round's latency goes into the histogram.
 //!
 //! A panic while applying a command or scheduling is caught and logged; the loop
 //! goes on. Callbacks never run here except `predicates` (see shim-api docs).
@@ -25,7 +28,7 @@ use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use dashmap::DashSet;
@@ -38,6 +41,7 @@ use super::SchedulerOptions;
 use super::allocate::PassContext;
 use super::command::{Command, PreparedAllocationRequest, PreparedNode};
 use super::dispatch::{Dispatcher, Outgoing, guarded, panic_message};
+use super::observe::{Observer, ObservingCallback, PUBLISH_INTERVAL, Published, RmConfig};
 use super::partition::Partition;
 use crate::config;
 use crate::resources::{NameTable, ResourceNames};
@@ -87,6 +91,10 @@ pub struct Engine {
     registered: Arc<DashSet<String>>,
     deferred: Vec<Deferred>,
     next_wake: Option<u64>,
+    observer: Arc<Observer>,
+    /// State may have changed since the last publication.
+    dirty: bool,
+    last_publish: Option<Instant>,
 }
 
 /// Qualified partition name: `[rm]name`; an empty name means `default`.
@@ -106,6 +114,7 @@ impl Engine {
         options: SchedulerOptions,
         names: Arc<ResourceNames>,
         registered: Arc<DashSet<String>>,
+        observer: Arc<Observer>,
     ) -> Self {
         Self {
             options,
@@ -116,6 +125,9 @@ impl Engine {
             registered,
             deferred: Vec::new(),
             next_wake: None,
+            observer,
+            dirty: true,
+            last_publish: None,
         }
     }
 
@@ -161,11 +173,15 @@ impl Engine {
             for p in self.partitions.values_mut() {
                 p.process_timers(now);
             }
+            let started = Instant::now();
             more_work = self.schedule_guarded();
+            self.observer.metrics.observe_pass(started.elapsed());
             self.flush();
             if !more_work {
                 self.answer_deferred_guarded();
             }
+            self.dirty = true;
+            self.publish_guarded();
         }
         self.flush();
         self.answer_deferred_guarded();
@@ -174,13 +190,64 @@ impl Engine {
 
     /// How long to wait for a command before timers need attention.
     fn wait_duration(&self) -> Option<Duration> {
+        let publish = self.publish_due_in();
         if self.options.clock.is_virtual() {
-            return None;
+            return publish;
         }
         let timers = self.partitions.values().filter_map(Partition::next_timer);
-        let next = timers.chain(self.next_wake).min()?;
+        let Some(next) = timers.chain(self.next_wake).min() else {
+            return publish;
+        };
         let now = self.now();
-        Some(Duration::from_nanos(next.saturating_sub(now)).max(Duration::from_millis(1)))
+        let timer = Duration::from_nanos(next.saturating_sub(now)).max(Duration::from_millis(1));
+        Some(publish.map_or(timer, |p| p.min(timer)))
+    }
+
+    /// How long until a held-back publication is due (real time, whatever the
+    /// clock), or `None` when none is waiting.
+    fn publish_due_in(&self) -> Option<Duration> {
+        let last = self.last_publish?;
+        (self.dirty && self.observer.read_recently()).then(|| {
+            PUBLISH_INTERVAL
+                .saturating_sub(last.elapsed())
+                .max(Duration::from_millis(1))
+        })
+    }
+
+    /// Publishes snapshots for readers when someone read recently and the last
+    /// publication is old enough; otherwise marks the published view stale.
+    fn publish_guarded(&mut self) {
+        if !self.dirty {
+            return;
+        }
+        if !self.observer.read_recently() {
+            self.observer.mark_stale();
+            return;
+        }
+        if self
+            .last_publish
+            .is_some_and(|t| t.elapsed() < PUBLISH_INTERVAL)
+        {
+            // Held back: the view is at most PUBLISH_INTERVAL behind, and
+            // `wait_duration` wakes the loop to publish.
+            return;
+        }
+        self.table.refresh(&self.names);
+        let built = catch_unwind(AssertUnwindSafe(|| {
+            self.partitions
+                .iter()
+                .map(|(name, p)| (name.to_string(), Arc::new(p.snapshot(&self.table))))
+                .collect::<Published>()
+        }));
+        match built {
+            Ok(view) => self.observer.publish(view),
+            Err(panic) => {
+                tracing::error!(reason = %panic_message(panic.as_ref()), "publishing snapshots panicked");
+                self.observer.mark_stale();
+            }
+        }
+        self.dirty = false;
+        self.last_publish = Some(Instant::now());
     }
 
     fn apply_guarded(&mut self, cmd: Command) -> bool {
@@ -209,6 +276,32 @@ impl Engine {
             Command::Node { rm_id, nodes } => self.node_request(&rm_id, nodes, now),
             Command::UpdateConfiguration { rm_id, text, reply } => {
                 let _ = reply.send(self.update_configuration(&rm_id, text, now));
+            }
+            Command::SetConfiguration {
+                rm_id,
+                text,
+                reply,
+                persisted,
+            } => {
+                let applied = self.update_configuration(&rm_id, Ok(text.clone()), now);
+                if applied.is_ok()
+                    && let Some(rm) = self.rms.get(rm_id.as_str())
+                {
+                    let policy_group = self
+                        .observer
+                        .config(&rm_id)
+                        .map(|c| c.policy_group)
+                        .unwrap_or_default();
+                    let request = si::UpdateConfigurationRequest {
+                        rm_id,
+                        policy_group,
+                        config: text,
+                        extra_config: Default::default(),
+                    };
+                    rm.dispatcher
+                        .send(Outgoing::Configuration(request, persisted));
+                }
+                let _ = reply.send(applied);
             }
             Command::Settle(tx) => self.deferred.push(Deferred::Settle(tx)),
             Command::Snapshot { partition, reply } => {
@@ -252,7 +345,18 @@ impl Engine {
             .extra_config
             .get(PREDICATES_EXTRA_CONFIG)
             .is_some_and(|v| v.eq_ignore_ascii_case("true"));
-        let dispatcher = Dispatcher::start(&rm_id, callback.clone());
+        let observed = Arc::new(ObservingCallback::new(
+            callback.clone(),
+            self.observer.clone(),
+        ));
+        let dispatcher = Dispatcher::start(&rm_id, observed);
+        self.observer.set_config(
+            &rm_id,
+            RmConfig {
+                policy_group: request.policy_group.clone(),
+                text: text.clone(),
+            },
+        );
         self.rms.insert(
             Arc::from(rm_id.as_str()),
             RmEntry {
@@ -339,6 +443,7 @@ impl Engine {
                 }
             }
         }
+        self.observer.set_config_text(rm_id, &text);
         if let Some(rm) = self.rms.get_mut(rm_id) {
             rm.config_text = text;
         }

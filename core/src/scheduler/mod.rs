@@ -5,6 +5,25 @@
 //! command to the scheduling thread (`engine.rs`), which owns all state. Calls
 //! that wait block on a reply channel; calling them from the scheduling thread
 //! (inside `predicates`) is refused rather than deadlocking.
+//!
+//! # Observing without a round trip
+//! [`Scheduler::published`] and [`Scheduler::published_all`] read snapshots the
+//! loop publishes (see `observe.rs`): a read costs an atomic load, never waits
+//! for the loop, and sees a state at most about 100 ms old while someone keeps
+//! reading. When nobody read for a while the loop stops publishing; the first
+//! read after that takes a fresh snapshot through the loop instead.
+//! [`Scheduler::events_since`] and [`Scheduler::subscribe_events`] read the last
+//! events sent to RMs; [`Scheduler::metrics`] the counters.
+//!
+//! # Configuration changed through the core
+//! [`Scheduler::config`] is the text an RM runs with. [`Scheduler::set_config`]
+//! validates a new text and applies it between two passes exactly like
+//! `update_configuration` (an invalid text is an error and the old one stays);
+//! once applied, the RM's dispatcher thread (never the scheduling thread) asks
+//! the RM to persist it through `ResourceManagerCallback::update_configuration`,
+//! and `set_config` returns the RM's answer. An RM that refuses or fails to
+//! persist does not undo the change in memory: the answer says so, and the RM's
+//! own source wins at its next `update_configuration` or registration.
 
 mod allocate;
 mod command;
@@ -12,6 +31,7 @@ mod dispatch;
 mod engine;
 mod limits;
 mod objects;
+pub mod observe;
 mod ops;
 mod partition;
 
@@ -28,6 +48,7 @@ use crate::resources::ResourceNames;
 use crate::snapshot::PartitionSnapshot;
 use command::Command;
 pub use engine::{DEFAULT_CONFIG, qualify};
+use observe::{EventBatch, Metrics, ObservedEvent, Observer};
 
 /// Where `update_configuration(cluster_id)` reads a cluster's queue configuration.
 pub trait ConfigSource: Send + Sync {
@@ -79,6 +100,7 @@ struct Inner {
     tx: Sender<Command>,
     names: Arc<ResourceNames>,
     registered: Arc<DashSet<String>>,
+    observer: Arc<Observer>,
     options: SchedulerOptions,
     thread: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
 }
@@ -120,7 +142,13 @@ impl Scheduler {
         let (tx, rx) = unbounded();
         let names = Arc::new(ResourceNames::new());
         let registered = Arc::new(DashSet::new());
-        let engine = engine::Engine::new(options.clone(), names.clone(), registered.clone());
+        let observer = Arc::new(Observer::default());
+        let engine = engine::Engine::new(
+            options.clone(),
+            names.clone(),
+            registered.clone(),
+            observer.clone(),
+        );
         let thread = std::thread::Builder::new()
             .name("unisched-scheduler".to_string())
             .spawn(move || engine.run(rx))
@@ -130,6 +158,7 @@ impl Scheduler {
                 tx,
                 names,
                 registered,
+                observer,
                 options,
                 thread: std::sync::Mutex::new(Some(thread)),
             }),
@@ -212,6 +241,91 @@ impl Scheduler {
             return Vec::new();
         }
         rx.recv().unwrap_or_default()
+    }
+
+    /// The published snapshot of a partition (qualified name, or plain name
+    /// when only one RM has it), without waiting for the loop unless the
+    /// published view is stale (see the module docs). `None` when there is no
+    /// such partition.
+    pub fn published(&self, partition: &str) -> Option<Arc<PartitionSnapshot>> {
+        match self.inner.observer.view() {
+            Some(view) => observe::find(&view, partition),
+            None => self.snapshot(partition).map(Arc::new),
+        }
+    }
+
+    /// Published snapshots of every partition, by qualified name.
+    pub fn published_all(&self) -> Vec<Arc<PartitionSnapshot>> {
+        match self.inner.observer.view() {
+            Some(view) => view.values().cloned().collect(),
+            None => self
+                .partitions()
+                .iter()
+                .filter_map(|p| self.snapshot(p).map(Arc::new))
+                .collect(),
+        }
+    }
+
+    /// Events sent to RMs with an id of at least `id` (at most `limit`), from
+    /// a history of the last `observe::EVENT_HISTORY`.
+    pub fn events_since(&self, id: u64, limit: usize) -> EventBatch {
+        self.inner.observer.events_since(id, limit)
+    }
+
+    /// A live feed of the events sent to RMs from now on. The feed disconnects
+    /// when its reader falls `observe::SUBSCRIBER_BACKLOG` events behind, so a
+    /// slow reader never holds anything up.
+    pub fn subscribe_events(&self) -> crossbeam_channel::Receiver<ObservedEvent> {
+        self.inner.observer.subscribe()
+    }
+
+    /// The counters (allocations, applications, nodes, pass latency).
+    pub fn metrics(&self) -> &Metrics {
+        &self.inner.observer.metrics
+    }
+
+    /// Ids of the registered RMs, sorted.
+    pub fn resource_managers(&self) -> Vec<String> {
+        let mut ids: Vec<String> = self.inner.registered.iter().map(|r| r.clone()).collect();
+        ids.sort();
+        ids
+    }
+
+    /// The configuration text `rm_id` runs with, or `None` for an unknown RM.
+    pub fn config(&self, rm_id: &str) -> Option<String> {
+        self.check_registered(rm_id).ok()?;
+        self.inner.observer.config(rm_id).map(|c| c.text)
+    }
+
+    /// Applies `text` as the configuration of `rm_id`, then asks the RM to
+    /// persist it and returns its answer (see the module docs). Errors: unknown
+    /// RM, invalid configuration (nothing changed), shut down, reentrant call.
+    pub fn set_config(
+        &self,
+        rm_id: &str,
+        text: &str,
+    ) -> SchedulerResult<si::UpdateConfigurationResponse> {
+        Self::check_wait_allowed("set_config")?;
+        self.check_registered(rm_id)?;
+        let (tx, rx) = bounded(1);
+        let (persisted_tx, persisted_rx) = bounded(1);
+        self.send(Command::SetConfiguration {
+            rm_id: rm_id.to_string(),
+            text: text.to_string(),
+            reply: tx,
+            persisted: persisted_tx,
+        })?;
+        rx.recv().map_err(|_| SchedulerError::ShutDown)??;
+        let answer = persisted_rx
+            .recv()
+            .unwrap_or_else(|_| Err("the RM's callback thread is gone".to_string()));
+        Ok(
+            answer.unwrap_or_else(|reason| si::UpdateConfigurationResponse {
+                success: false,
+                old_config: String::new(),
+                reason,
+            }),
+        )
     }
 
     /// Stops the scheduling thread; later calls return `SchedulerError::ShutDown`.

@@ -50,7 +50,7 @@ fn same(a: &ResourceMap, b: &ResourceMap) -> bool {
 }
 
 /// Runs every check over `partitions`.
-pub fn check_all(partitions: &[PartitionSnapshot]) -> SchedulerHealth {
+pub fn check_all(partitions: &[std::sync::Arc<PartitionSnapshot>]) -> SchedulerHealth {
     let mut negative = Vec::new();
     let mut capacity = Vec::new();
     let mut node_totals = Vec::new();
@@ -163,7 +163,7 @@ mod tests {
     }
 
     fn failing(p: PartitionSnapshot) -> Vec<&'static str> {
-        check_all(&[p])
+        check_all(&[std::sync::Arc::new(p)])
             .health_checks
             .into_iter()
             .filter(|c| !c.succeeded)

@@ -1,0 +1,168 @@
+//! `usage/users` and `usage/groups`: resources and running applications per
+//! user and per group, as a queue tree (YuniKorn's `UserResourceUsageDAOInfo`,
+//! `GroupResourceUsageDAOInfo`, `ResourceUsageDAOInfo`), built from a snapshot.
+//!
+//! An application counts for its user and for each of the user's groups; its
+//! usage is what it has allocated, summed up the queue path.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use unisched_core::snapshot::{ApplicationSnapshot, PartitionSnapshot, ResourceMap};
+
+use super::dao::add;
+
+/// `ResourceUsageDAOInfo`: one queue of a user's or group's tree.
+#[derive(Debug, Serialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceUsage {
+    queue_path: String,
+    resource_usage: ResourceMap,
+    running_applications: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    children: Vec<ResourceUsage>,
+}
+
+/// `UserResourceUsageDAOInfo`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UserUsage {
+    /// The user.
+    pub user_name: String,
+    /// Application id to the group it counts for.
+    groups: BTreeMap<String, String>,
+    queues: ResourceUsage,
+}
+
+/// `GroupResourceUsageDAOInfo`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GroupUsage {
+    /// The group.
+    pub group_name: String,
+    applications: Vec<String>,
+    queues: ResourceUsage,
+}
+
+fn running(a: &ApplicationSnapshot) -> bool {
+    !["Completed", "Rejected", "Failed", "Expired"]
+        .iter()
+        .any(|s| s.eq_ignore_ascii_case(&a.state))
+}
+
+/// The queue tree holding `apps`, usage summed up from the leaves.
+fn tree(apps: &[&ApplicationSnapshot]) -> ResourceUsage {
+    let mut root = ResourceUsage {
+        queue_path: "root".to_string(),
+        ..ResourceUsage::default()
+    };
+    for a in apps {
+        let mut node = &mut root;
+        add_app(node, a);
+        let mut path = String::from("root");
+        for part in a.queue.split('.').skip(1) {
+            path.push('.');
+            path.push_str(part);
+            let i = match node.children.iter().position(|c| c.queue_path == path) {
+                Some(i) => i,
+                None => {
+                    node.children.push(ResourceUsage {
+                        queue_path: path.clone(),
+                        ..ResourceUsage::default()
+                    });
+                    node.children.len() - 1
+                }
+            };
+            node = &mut node.children[i];
+            add_app(node, a);
+        }
+    }
+    root
+}
+
+fn add_app(node: &mut ResourceUsage, a: &ApplicationSnapshot) {
+    add(&mut node.resource_usage, &a.allocated);
+    node.resource_usage.retain(|_, v| *v != 0);
+    if running(a) {
+        node.running_applications.push(a.id.clone());
+    }
+}
+
+/// Usage of every user with an application in the partition.
+pub fn users(snap: &PartitionSnapshot) -> Vec<UserUsage> {
+    let mut by_user: BTreeMap<&str, Vec<&ApplicationSnapshot>> = BTreeMap::new();
+    for a in &snap.applications {
+        by_user.entry(a.user.as_str()).or_default().push(a);
+    }
+    by_user
+        .into_iter()
+        .map(|(user, apps)| UserUsage {
+            user_name: user.to_string(),
+            groups: apps
+                .iter()
+                .filter_map(|a| a.groups.first().map(|g| (a.id.clone(), g.clone())))
+                .collect(),
+            queues: tree(&apps),
+        })
+        .collect()
+}
+
+/// Usage of every group with an application in the partition.
+pub fn groups(snap: &PartitionSnapshot) -> Vec<GroupUsage> {
+    let mut by_group: BTreeMap<&str, Vec<&ApplicationSnapshot>> = BTreeMap::new();
+    for a in &snap.applications {
+        for g in &a.groups {
+            by_group.entry(g.as_str()).or_default().push(a);
+        }
+    }
+    by_group
+        .into_iter()
+        .map(|(group, apps)| GroupUsage {
+            group_name: group.to_string(),
+            applications: apps.iter().map(|a| a.id.clone()).collect(),
+            queues: tree(&apps),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn app(id: &str, user: &str, groups: &[&str], queue: &str, mem: i64) -> ApplicationSnapshot {
+        ApplicationSnapshot {
+            id: id.into(),
+            user: user.into(),
+            groups: groups.iter().map(|g| g.to_string()).collect(),
+            queue: queue.into(),
+            state: "Running".into(),
+            allocated: [("memory".to_string(), mem)].into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn usage_sums_up_the_queue_path() {
+        let snap = PartitionSnapshot {
+            applications: vec![
+                app("a1", "alice", &["dev"], "root.x.y", 10),
+                app("a2", "alice", &["dev", "ops"], "root.z", 5),
+                app("b1", "bob", &["ops"], "root.x.y", 1),
+            ],
+            ..Default::default()
+        };
+        let users = serde_json::to_value(users(&snap)).unwrap();
+        assert_eq!(users[0]["userName"], "alice");
+        assert_eq!(users[0]["queues"]["resourceUsage"]["memory"], 15);
+        assert_eq!(users[0]["queues"]["children"][0]["queuePath"], "root.x");
+        assert_eq!(
+            users[0]["queues"]["children"][0]["children"][0]["runningApplications"],
+            serde_json::json!(["a1"])
+        );
+        assert_eq!(users[0]["groups"]["a2"], "dev");
+        let groups = serde_json::to_value(groups(&snap)).unwrap();
+        assert_eq!(groups[1]["groupName"], "ops");
+        assert_eq!(groups[1]["applications"], serde_json::json!(["a2", "b1"]));
+        assert_eq!(groups[1]["queues"]["resourceUsage"]["memory"], 6);
+    }
+}
