@@ -2,6 +2,8 @@
 //! fresh core per repeat and reports throughput, wall time, peak RSS and
 //! submission→callback latency, as a table or as JSON.
 
+pub mod pending;
+
 use std::fmt::Write as _;
 use std::time::Duration;
 

@@ -48,10 +48,33 @@ pub struct BenchArgs {
     /// Seconds to wait for the allocations of one repeat.
     #[arg(long, default_value_t = 300)]
     pub timeout: u64,
+    /// Instead of a workload: keep this many asks pending on a core with no
+    /// nodes and report the resident memory they take per ask.
+    #[arg(long, value_name = "ASKS")]
+    pub pending_memory: Option<usize>,
 }
 
 /// Runs `bench`.
 pub fn run(args: BenchArgs) -> ExitCode {
+    if let Some(asks) = args.pending_memory {
+        return match bench::pending::measure(asks) {
+            Ok(m) if args.json => {
+                println!("{}", serde_json::to_string_pretty(&m).unwrap_or_default());
+                ExitCode::SUCCESS
+            }
+            Ok(m) => {
+                println!(
+                    "pending asks {}: RSS grew {} KiB, {:.0} bytes per pending ask",
+                    m.asks, m.rss_growth_kib, m.bytes_per_ask
+                );
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("bench: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let kinds: Vec<WorkloadKind> = match args.workload {
         WorkloadArg::W1 => vec![WorkloadKind::W1],
         WorkloadArg::W2 => vec![WorkloadKind::W2],
