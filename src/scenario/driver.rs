@@ -65,6 +65,9 @@ pub fn run(scenario: &Scenario, progress: &AtomicUsize) -> Outcome {
     if let Some(timeout) = scenario.options.completing_timeout {
         options.completing_timeout = timeout.0;
     }
+    if let Some(timeout) = scenario.options.reservation_timeout {
+        options.reservation_timeout = timeout.0;
+    }
     let mut run = Run {
         scenario,
         scheduler: Scheduler::start(options),
@@ -244,7 +247,11 @@ impl Run<'_> {
                     groups: app.groups.clone(),
                 }),
                 tags: app.tags.clone().into_iter().collect(),
-                ..Default::default()
+                placeholder_ask: app.placeholder_ask.as_ref().map(wire),
+                gang_scheduling_style: app.gang_style.clone(),
+                execution_timeout_milli_seconds: app
+                    .execution_timeout
+                    .map_or(0, |t| i64::try_from(t.0.as_millis()).unwrap_or(i64::MAX)),
             })
             .collect();
         self.scheduler.update_application(si::ApplicationRequest {
@@ -320,6 +327,14 @@ impl Run<'_> {
                 resource_ask: Some(wire(&ask.resource)),
                 max_allocations: ask.count,
                 priority: ask.priority,
+                task_group_name: ask.task_group.clone(),
+                placeholder: ask.placeholder,
+                tags: ask.tags.clone().into_iter().collect(),
+                originator: ask.originator,
+                preemption_policy: Some(si::PreemptionPolicy {
+                    allow_preempt_self: ask.allow_preempt_self,
+                    allow_preempt_other: ask.allow_preempt_other,
+                }),
                 ..Default::default()
             })
             .collect();
@@ -336,7 +351,10 @@ impl Run<'_> {
             .map(|r| si::AllocationRelease {
                 partition_name: self.scenario.partition.clone(),
                 application_id: r.app.clone(),
-                termination_type: si::TerminationType::StoppedByRm as i32,
+                termination_type: r
+                    .termination
+                    .map_or(si::TerminationType::StoppedByRm, |t| t.0)
+                    as i32,
                 message: "released by scenario".to_owned(),
                 allocation_key: r.key.clone().unwrap_or_default(),
                 allocation_id: r.id.clone().unwrap_or_default(),

@@ -74,6 +74,8 @@ pub struct Options {
     pub reservation_delay: Option<DurationText>,
     /// How long an app stays Completing before it is Completed.
     pub completing_timeout: Option<DurationText>,
+    /// How long a reservation lasts while the queue headroom does not fit its ask.
+    pub reservation_timeout: Option<DurationText>,
 }
 
 /// A node as the RM reports it.
@@ -135,6 +137,13 @@ pub struct App {
     /// Tags.
     #[serde(default)]
     pub tags: BTreeMap<String, String>,
+    /// Total resources of the gang's placeholders (`placeholderAsk`).
+    pub placeholder_ask: Option<Resources>,
+    /// Gang scheduling style: `Soft` (default) or `Hard`.
+    #[serde(default)]
+    pub gang_style: String,
+    /// Execution timeout (`executionTimeoutMilliSeconds`); also the placeholder timeout.
+    pub execution_timeout: Option<DurationText>,
 }
 
 /// An ask.
@@ -153,6 +162,24 @@ pub struct Ask {
     /// Priority.
     #[serde(default)]
     pub priority: i32,
+    /// Gang task group (`taskGroupName`).
+    #[serde(default)]
+    pub task_group: String,
+    /// A gang placeholder.
+    #[serde(default)]
+    pub placeholder: bool,
+    /// Tags, e.g. `yunikorn.apache.org/requiredNode: node-1`.
+    #[serde(default)]
+    pub tags: BTreeMap<String, String>,
+    /// `preemptionPolicy.allowPreemptSelf` (default true).
+    #[serde(default = "default_true")]
+    pub allow_preempt_self: bool,
+    /// `preemptionPolicy.allowPreemptOther` (default false).
+    #[serde(default)]
+    pub allow_preempt_other: bool,
+    /// Originator of the application.
+    #[serde(default)]
+    pub originator: bool,
 }
 
 /// A release of allocations: one key, one allocation id, or (neither) every
@@ -166,6 +193,29 @@ pub struct Release {
     pub key: Option<String>,
     /// Allocation id.
     pub id: Option<String>,
+    /// Termination type sent (default `STOPPED_BY_RM`); the RM confirms a
+    /// core's release by sending it back with the same type.
+    pub termination: Option<Termination>,
+}
+
+/// A termination type, written by its wire name (`PLACEHOLDER_REPLACED`...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "String")]
+pub struct Termination(pub unisched_si::TerminationType);
+
+impl TryFrom<String> for Termination {
+    type Error = String;
+
+    fn try_from(text: String) -> Result<Self, String> {
+        unisched_si::TerminationType::from_str_name(&text.to_ascii_uppercase())
+            .map(Self)
+            .ok_or_else(|| {
+                format!(
+                    "unknown termination {text:?}: use STOPPED_BY_RM, TIMEOUT, \
+                     PREEMPTED_BY_SCHEDULER or PLACEHOLDER_REPLACED"
+                )
+            })
+    }
 }
 
 /// A release of asks: one key or (none) every ask of the app.

@@ -33,12 +33,17 @@ pub struct PassContext<'a> {
     pub made: usize,
     /// How long an ask waits before it reserves a node, in nanoseconds.
     pub reservation_delay: u64,
+    /// How long a reservation lasts while the headroom does not fit its ask.
+    pub reservation_timeout: u64,
     /// The RM's predicates, when it asked for them.
     pub predicates: Option<&'a dyn Fn(&si::PredicatesArgs) -> bool>,
     /// Resource names for the wire.
     pub names: &'a NameTable,
     /// Earliest time a waiting ask becomes due for a reservation.
     pub next_wake: Option<u64>,
+    /// Resources were freed in the middle of the pass (a placeholder too small
+    /// for its real ask): run another pass, the failure memos no longer hold.
+    pub rerun: bool,
     /// Sizes that fit no node in this pass.
     node_memo: Vec<Resource>,
     /// Sizes that found no node to reserve in this pass.
@@ -61,16 +66,26 @@ impl<'a> PassContext<'a> {
             budget,
             made: 0,
             reservation_delay,
+            reservation_timeout: u64::MAX,
             predicates,
             names,
             next_wake: None,
+            rerun: false,
             node_memo: Vec::new(),
             reserve_memo: Vec::new(),
             headroom_memo: Vec::new(),
         }
     }
 
-    fn wake_at(&mut self, t: u64) {
+    /// Notes that resources were freed during the pass.
+    pub fn resources_freed(&mut self) {
+        self.rerun = true;
+        self.node_memo.clear();
+        self.reserve_memo.clear();
+        self.headroom_memo.clear();
+    }
+
+    pub(super) fn wake_at(&mut self, t: u64) {
         self.next_wake = Some(self.next_wake.map_or(t, |w| w.min(t)));
     }
 }
@@ -94,6 +109,7 @@ enum NodeSearch {
 impl Partition {
     /// Runs one pass; returns the number of allocations made.
     pub fn schedule(&mut self, ctx: &mut PassContext<'_>) -> usize {
+        self.now = ctx.now;
         self.rekey_dirty();
         self.recheck_exhausted();
         // Room for this pass's results up front instead of growing by doubling.
@@ -102,6 +118,7 @@ impl Partition {
             .min(usize::try_from(self.pending_ask_count).unwrap_or(usize::MAX));
         self.outbox.allocation.new.reserve(expected);
         self.allocs.reserve(expected);
+        self.alloc_by_id.reserve(expected);
         self.pass += 1;
         let reserved: Vec<AskId> = self.reserved_asks.iter().copied().collect();
         for ask in reserved {
@@ -112,6 +129,9 @@ impl Partition {
         }
         while ctx.made < ctx.budget && self.pick_from(ROOT, ctx) {}
         self.unpark_all();
+        if std::mem::take(&mut ctx.rerun) && ctx.made < ctx.budget {
+            return self.schedule(ctx);
+        }
         ctx.made
     }
 
@@ -122,10 +142,10 @@ impl Partition {
             return;
         }
         let leaf = self.apps[app].queue;
-        if !self.fits_headroom(leaf, &res) {
-            return;
+        if !self.fits_headroom(leaf, &res) || !self.fits_user_limits(app, &res) {
+            return self.reservation_blocked(ask, ctx);
         }
-        if !self.can_start(app) || !self.fits_user_limits(app, &res) {
+        if !self.can_start(app) {
             return;
         }
         let on_reserved = reserved.filter(|&n| {
@@ -141,6 +161,22 @@ impl Partition {
         };
         if let Some(n) = node {
             self.allocate(app, ask, n, ctx);
+        }
+    }
+
+    /// A reserved ask whose queue (or user) headroom does not fit: the
+    /// reservation is cancelled once it is older than the timeout.
+    fn reservation_blocked(&mut self, ask: AskId, ctx: &mut PassContext<'_>) {
+        let expires = self.asks[ask]
+            .reserved_since
+            .saturating_add(ctx.reservation_timeout);
+        if ctx.now >= expires {
+            self.unreserve_because(
+                ask,
+                "reservation timed out: the queue headroom does not fit",
+            );
+        } else {
+            ctx.wake_at(expires);
         }
     }
 
@@ -211,6 +247,9 @@ impl Partition {
     }
 
     fn try_ask(&mut self, app: AppId, ask: AskId, ctx: &mut PassContext<'_>) -> bool {
+        if self.apps[app].gang.is_some() && self.gang_waits(app, ask) {
+            return self.try_replace(app, ask, ctx);
+        }
         let res = self.asks[ask].resource;
         let leaf = self.apps[app].queue;
         if ctx
@@ -228,6 +267,9 @@ impl Partition {
         if !self.fits_headroom(leaf, &res) {
             if ctx.headroom_memo.len() < MEMO_LIMIT {
                 ctx.headroom_memo.push((leaf, res));
+            }
+            if self.config.preemption.enabled && self.asks[ask].allow_preempt_other {
+                self.try_preempt(app, ask, ctx);
             }
             return false;
         }
@@ -251,14 +293,25 @@ impl Partition {
                         SchedulingState::Failed,
                         "no node has room for the ask although the queue headroom allows it",
                     );
-                    self.maybe_reserve(ask, &res, ctx);
+                    let preempted = self.config.preemption.enabled
+                        && self.asks[ask].allow_preempt_other
+                        && self.try_preempt(app, ask, ctx);
+                    if !preempted {
+                        self.maybe_reserve(ask, &res, ctx);
+                    }
                 }
                 false
             }
         }
     }
 
-    fn predicate(&self, ctx: &PassContext<'_>, ask: AskId, node: NodeId, allocate: bool) -> bool {
+    pub(super) fn predicate(
+        &self,
+        ctx: &PassContext<'_>,
+        ask: AskId,
+        node: NodeId,
+        allocate: bool,
+    ) -> bool {
         match ctx.predicates {
             None => true,
             Some(pred) => pred(&si::PredicatesArgs {
@@ -345,6 +398,7 @@ impl Partition {
         };
         self.nodes[n].reserved_by = Some(ask);
         self.asks[ask].reserved_node = Some(n);
+        self.asks[ask].reserved_since = ctx.now;
         self.reserved_asks.insert(ask);
         let node_id = self.nodes[n].id.clone();
         let key = self.asks[ask].key.clone();

@@ -263,6 +263,9 @@ impl Engine {
     /// Applies one command; true to stop the loop.
     fn apply(&mut self, cmd: Command) -> bool {
         let now = self.now();
+        for p in self.partitions.values_mut() {
+            p.now = now;
+        }
         match cmd {
             Command::Register {
                 request,
@@ -639,6 +642,8 @@ impl Engine {
         let now = self.now();
         let budget = self.options.max_allocations_per_pass.max(1);
         let delay = u64::try_from(self.options.reservation_delay.as_nanos()).unwrap_or(u64::MAX);
+        let reservation_timeout =
+            u64::try_from(self.options.reservation_timeout.as_nanos()).unwrap_or(u64::MAX);
         let mut more = false;
         self.next_wake = None;
         for p in self.partitions.values_mut() {
@@ -654,6 +659,7 @@ impl Engine {
                 .as_ref()
                 .map(|f| f as &dyn Fn(&si::PredicatesArgs) -> bool);
             let mut ctx = PassContext::new(now, budget, delay, &self.table, pred_ref);
+            ctx.reservation_timeout = reservation_timeout;
             let result = catch_unwind(AssertUnwindSafe(|| p.schedule(&mut ctx)));
             match result {
                 Ok(made) => more |= made >= budget,

@@ -129,6 +129,10 @@ pub struct Queue {
     pub key_in_parent: Option<QueueKey>,
     /// Scheduling pass in which this queue was found unable to allocate.
     pub blocked_in_pass: u64,
+    /// `priority.offset`: added to the priority this queue shows its parent.
+    pub priority_offset: i32,
+    /// `priority.policy: fence`: the parent sees only the offset.
+    pub priority_fence: bool,
 }
 
 impl Queue {
@@ -159,6 +163,27 @@ impl Queue {
             apps: BTreeSet::new(),
             key_in_parent: None,
             blocked_in_pass: 0,
+            priority_offset: 0,
+            priority_fence: false,
+        }
+    }
+
+    /// Reads `priority.offset` and `priority.policy` from the effective
+    /// properties (values were checked when the configuration was parsed).
+    pub fn set_priority_properties(&mut self) {
+        use crate::config::properties as p;
+        self.priority_offset = p::priority_offset(&self.properties).unwrap_or(0);
+        self.priority_fence =
+            p::priority_policy(&self.properties).is_ok_and(|x| x == p::PriorityPolicy::Fence);
+    }
+
+    /// The priority this queue shows its parent, given the highest priority
+    /// below it: with a fence only the offset, else that priority plus the offset.
+    pub fn priority_seen_by_parent(&self, below: i32) -> i32 {
+        if self.priority_fence {
+            self.priority_offset
+        } else {
+            below.saturating_add(self.priority_offset)
         }
     }
 
@@ -298,6 +323,9 @@ pub struct App {
     pub cursor: Option<AskKey>,
     /// Whether it counts in its queues' `running_apps`.
     pub counted_running: bool,
+    /// Gang scheduling state; `None` for an application that never used
+    /// placeholders (the common case costs nothing).
+    pub gang: Option<Box<super::gang::Gang>>,
 }
 
 impl App {
@@ -345,6 +373,8 @@ pub struct Ask {
     pub allow_preempt_other: bool,
     /// Node reserved for this ask.
     pub reserved_node: Option<NodeId>,
+    /// Clock time the reservation was made.
+    pub reserved_since: u64,
     /// Last scheduling state reported to the RM (si enum value, 0 = none).
     pub reported_state: i32,
 }
@@ -385,6 +415,19 @@ pub struct Allocation {
     pub created: u64,
     /// Index in the node's `allocations`.
     pub node_slot: usize,
+    /// A release the core sent and the RM has not confirmed yet; the
+    /// allocation holds its resources until then.
+    pub releasing: Option<PendingRelease>,
+}
+
+/// A release decided by the core (placeholder replaced, preempted) waiting for
+/// the RM's confirming `AllocationRelease`.
+#[derive(Debug, Clone)]
+pub struct PendingRelease {
+    /// The termination type sent to the RM.
+    pub termination: unisched_si::TerminationType,
+    /// Key of the real ask that takes a replaced placeholder's place.
+    pub replacement: Option<Arc<str>>,
 }
 
 /// A node.

@@ -63,6 +63,19 @@ impl Partition {
             Ok(q) => q,
             Err(reason) => return self.reject_app(now, &id, reason),
         };
+        let gang = match self.gang_for_new_app(
+            &id,
+            queue,
+            req.placeholder_ask.as_ref(),
+            &req.gang_scheduling_style,
+            req.execution_timeout_milli_seconds,
+        ) {
+            Ok(g) => g,
+            Err(reason) => {
+                self.remove_empty_dynamic(queue);
+                return self.reject_app(now, &id, reason);
+            }
+        };
         let seq = self.seq();
         let app_id: Arc<str> = Arc::from(id.as_str());
         let app = self.apps.insert(App {
@@ -86,6 +99,7 @@ impl Partition {
             cursor_pass: 0,
             cursor: None,
             counted_running: false,
+            gang,
         });
         self.app_by_id.insert(app_id, app);
         self.apps[app].limit_group = self.limit_group_for(app);
@@ -213,6 +227,7 @@ impl Partition {
             .properties
             .get("application.sort.priority")
             .is_none_or(|v| v != "disabled");
+        q.set_priority_properties();
     }
 
     /// Every allocation of an application.
@@ -278,7 +293,7 @@ impl Partition {
     }
 
     /// Takes an application out of its queue and the arenas.
-    fn drop_app(&mut self, app: AppId, now: u64) {
+    pub(super) fn drop_app(&mut self, app: AppId, now: u64) {
         self.count_running(app, false);
         if let Some(k) = self.apps[app].key_in_queue.take() {
             let q = self.apps[app].queue;
@@ -401,6 +416,7 @@ impl Partition {
 
     /// Completes applications whose grace period is over.
     pub fn process_timers(&mut self, now: u64) {
+        self.now = now;
         while let Some(&std::cmp::Reverse((deadline, app))) = self.completing_timers.peek() {
             if deadline > now {
                 break;
@@ -414,11 +430,16 @@ impl Partition {
                 self.drop_app(app, now);
             }
         }
+        if !self.gang_timers.is_empty() {
+            self.process_gang_timers(now);
+        }
     }
 
     /// Earliest pending timer.
     pub fn next_timer(&self) -> Option<u64> {
-        self.completing_timers.peek().map(|r| r.0.0)
+        let completing = self.completing_timers.peek().map(|r| r.0.0);
+        let gang = self.gang_timers.peek().map(|r| r.0.0);
+        completing.into_iter().chain(gang).min()
     }
 
     // ---- asks ------------------------------------------------------------
@@ -498,7 +519,12 @@ impl Partition {
             None => {
                 let seq = self.seq();
                 let key: Arc<str> = Arc::from(key);
-                let pref = ask.preemption_policy.unwrap_or_default();
+                // Upstream: without a policy an ask may be preempted for its own
+                // app but triggers no preemption.
+                let pref = ask.preemption_policy.unwrap_or(si::PreemptionPolicy {
+                    allow_preempt_self: true,
+                    allow_preempt_other: false,
+                });
                 let id = self.asks.insert(Ask {
                     key: key.clone(),
                     app,
@@ -517,6 +543,7 @@ impl Partition {
                     allow_preempt_self: pref.allow_preempt_self,
                     allow_preempt_other: pref.allow_preempt_other,
                     reserved_node: None,
+                    reserved_since: 0,
                     reported_state: 0,
                 });
                 self.apps[app].asks.insert(key, id);
@@ -524,6 +551,9 @@ impl Partition {
             }
         };
         self.add_pending_of_ask(id);
+        if existing.is_none() && self.asks[id].placeholder {
+            self.gang_placeholder_asked(app, id, now);
+        }
         match self.apps[app].state {
             AppState::New => self.set_app_state(app, AppState::Accepted, now, "first ask"),
             AppState::Completing => self.set_app_state(app, AppState::Running, now, "new ask"),
@@ -533,7 +563,7 @@ impl Partition {
         self.dirty_apps.push(app);
     }
 
-    fn add_pending_of_ask(&mut self, id: AskId) {
+    pub(super) fn add_pending_of_ask(&mut self, id: AskId) {
         let a = &self.asks[id];
         if a.pending == 0 {
             return;
@@ -550,7 +580,7 @@ impl Partition {
         self.add_pending(app, &total);
     }
 
-    fn remove_pending_of_ask(&mut self, id: AskId) {
+    pub(super) fn remove_pending_of_ask(&mut self, id: AskId) {
         let a = &self.asks[id];
         let (app, total, key) = (
             a.app,
@@ -564,7 +594,10 @@ impl Partition {
     }
 
     /// Drops an ask's pending part; the ask itself goes once no allocation of it is left.
-    fn remove_ask(&mut self, id: AskId, _now: u64) {
+    pub(super) fn remove_ask(&mut self, id: AskId, _now: u64) {
+        if self.asks[id].placeholder {
+            self.gang_placeholder_ask_dropped(id);
+        }
         self.remove_pending_of_ask(id);
         self.unreserve(id);
         let a = &mut self.asks[id];
@@ -667,7 +700,16 @@ impl Partition {
             .filter(|t| *t != si::TerminationType::UnknownTerminationType)
             .unwrap_or(si::TerminationType::StoppedByRm);
         for a in targets {
-            self.release_allocation(a, termination, "released by the RM", now);
+            if self.allocs[a]
+                .releasing
+                .as_ref()
+                .is_some_and(|r| r.termination == termination)
+            {
+                // The RM confirms a release the core asked for.
+                self.confirm_release(a, termination, now);
+            } else {
+                self.release_allocation(a, termination, "released by the RM", now);
+            }
         }
         if self.apps.contains(app) {
             self.check_completing(app, now);
@@ -682,25 +724,7 @@ impl Partition {
         message: &str,
         now: u64,
     ) {
-        let alloc = self.allocs.remove(id);
-        self.alloc_by_id.remove(&alloc.id);
-        self.remove_usage(alloc.app, alloc.node, &alloc.resource);
-        let node = &mut self.nodes[alloc.node];
-        node.allocations.swap_remove(alloc.node_slot);
-        if let Some(&moved) = node.allocations.get(alloc.node_slot) {
-            self.allocs[moved].node_slot = alloc.node_slot;
-        }
-        let app = &mut self.apps[alloc.app];
-        app.allocation_count -= 1;
-        if let Some(&ask) = app.asks.get(&alloc.key) {
-            let a = &mut self.asks[ask];
-            a.allocs.retain(|x| *x != id);
-            if a.allocs.is_empty() && a.pending == 0 {
-                self.unreserve(ask);
-                let a = self.asks.remove(ask);
-                self.apps[a.app].asks.remove(&a.key);
-            }
-        }
+        let alloc = self.remove_allocation(id, termination);
         let app_id = self.apps[alloc.app].id.to_string();
         let detail = match termination {
             si::TerminationType::PreemptedByScheduler => ChangeDetail::AllocPreempt,
@@ -725,7 +749,39 @@ impl Partition {
             allocation_key: alloc.key.to_string(),
             allocation_id: alloc.id.to_string(),
         });
+    }
+
+    /// Removes one allocation and gives its resources back, without telling
+    /// the RM (the caller reports it, or the RM itself asked for it).
+    pub fn remove_allocation(
+        &mut self,
+        id: AllocId,
+        termination: si::TerminationType,
+    ) -> Allocation {
+        let alloc = self.allocs.remove(id);
+        self.alloc_by_id.remove(&alloc.id);
+        self.remove_usage(alloc.app, alloc.node, &alloc.resource);
+        let node = &mut self.nodes[alloc.node];
+        node.allocations.swap_remove(alloc.node_slot);
+        if let Some(&moved) = node.allocations.get(alloc.node_slot) {
+            self.allocs[moved].node_slot = alloc.node_slot;
+        }
+        let app = &mut self.apps[alloc.app];
+        app.allocation_count -= 1;
+        if let Some(&ask) = app.asks.get(&alloc.key) {
+            let a = &mut self.asks[ask];
+            a.allocs.retain(|x| *x != id);
+            if a.allocs.is_empty() && a.pending == 0 {
+                self.unreserve(ask);
+                let a = self.asks.remove(ask);
+                self.apps[a.app].asks.remove(&a.key);
+            }
+        }
+        if alloc.placeholder || alloc.releasing.is_some() {
+            self.gang_allocation_removed(&alloc, termination);
+        }
         self.rekey_app(alloc.app);
+        alloc
     }
 
     /// The partition name without the RM prefix.
@@ -828,6 +884,7 @@ impl Partition {
                     allow_preempt_self: pref.allow_preempt_self,
                     allow_preempt_other: pref.allow_preempt_other,
                     reserved_node: None,
+                    reserved_since: 0,
                     reported_state: 0,
                 });
                 self.apps[app].asks.insert(key.clone(), ask);
@@ -884,6 +941,7 @@ impl Partition {
                 .collect(),
             created: now,
             node_slot: self.nodes[node].allocations.len(),
+            releasing: None,
         });
         self.alloc_by_id.insert(id, alloc);
         let a = &mut self.apps[app];
@@ -1110,17 +1168,36 @@ impl Partition {
 
     /// Drops the reservation an ask holds, if any.
     pub fn unreserve(&mut self, ask: AskId) {
+        self.unreserve_because(ask, "reservation removed");
+    }
+
+    /// Drops the reservation an ask holds, if any, and reports why in an
+    /// event (timestamped with the request or pass being applied).
+    pub fn unreserve_because(&mut self, ask: AskId, why: &str) {
         let Some(a) = self.asks.get_mut(ask) else {
             return;
         };
         let Some(n) = a.reserved_node.take() else {
             return;
         };
+        let key = a.key.clone();
         self.reserved_asks.remove(&ask);
         if let Some(node) = self.nodes.get_mut(n)
             && node.reserved_by == Some(ask)
         {
             node.reserved_by = None;
+        }
+        if let Some(node) = self.nodes.get(n) {
+            let node_id = node.id.clone();
+            self.outbox.event(
+                self.now,
+                EventType::Node,
+                &node_id,
+                &key,
+                ChangeType::Remove,
+                ChangeDetail::NodeReservation,
+                why.to_string(),
+            );
         }
     }
 

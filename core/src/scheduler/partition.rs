@@ -150,6 +150,8 @@ pub struct Partition {
     pub reserved_asks: BTreeSet<AskId>,
     /// Completing applications waiting for their grace period: (deadline, app).
     pub completing_timers: BinaryHeap<Reverse<(u64, AppId)>>,
+    /// Gang applications waiting for their placeholder timeout: (deadline, app).
+    pub gang_timers: BinaryHeap<Reverse<(u64, AppId)>>,
     /// Sequence for submission and arrival order.
     pub next_seq: u64,
     /// Number of the current (or last) scheduling pass.
@@ -166,6 +168,9 @@ pub struct Partition {
     pub names: Arc<ResourceNames>,
     /// Applications whose asks changed since their last re-key.
     pub dirty_apps: Vec<AppId>,
+    /// Clock time of the request, timer or pass being applied (for events
+    /// raised deep inside bookkeeping, such as a dropped reservation).
+    pub now: u64,
 }
 
 /// Why a configuration could not be turned into queues.
@@ -203,6 +208,7 @@ impl Partition {
             config: config.clone(),
             reserved_asks: BTreeSet::new(),
             completing_timers: BinaryHeap::new(),
+            gang_timers: BinaryHeap::new(),
             next_seq: 0,
             pass: 0,
             outbox: Outbox::default(),
@@ -211,6 +217,7 @@ impl Partition {
             completing_timeout: 30_000_000_000,
             names,
             dirty_apps: Vec::new(),
+            now: 0,
         };
         partition.apply_config(config, 0)?;
         Ok(partition)
@@ -272,6 +279,7 @@ impl Partition {
             q.submit_acl = planned.submit_acl;
             q.admin_acl = planned.admin_acl;
             q.limits = planned.limits;
+            q.set_priority_properties();
         }
         for id in 0..self.queues.len() {
             let q = &self.queues[id];
@@ -633,16 +641,22 @@ impl Partition {
         let a = &self.apps[app];
         let leaf = a.queue;
         let parked = a.blocked_in_pass == self.pass && self.pass != 0;
-        if let Some(k) = a.key_in_queue {
-            self.queues[leaf].app_order.remove(&k);
+        let target = if parked { None } else { new_key };
+        // A fifo app's key rarely changes with an allocation: skip the set then.
+        if a.key_in_queue != target {
+            if let Some(k) = a.key_in_queue {
+                self.queues[leaf].app_order.remove(&k);
+            }
+            if let Some(k) = target {
+                self.queues[leaf].app_order.insert(k);
+            }
+            self.apps[app].key_in_queue = target;
         }
-        if let (Some(k), false) = (new_key, parked) {
-            self.queues[leaf].app_order.insert(k);
-        }
-        self.apps[app].key_in_queue = if parked { None } else { new_key };
         self.rekey_queue_chain(leaf);
     }
 
+    /// The highest priority below a queue: of its children as each shows it
+    /// (offset and fence applied), or of its applications.
     fn queue_priority(&self, id: QueueId) -> i32 {
         let q = &self.queues[id];
         if q.is_parent {
@@ -671,7 +685,7 @@ impl Partition {
         let base = q.share_base();
         Some((
             q.allocated.dominant_share(&base),
-            Reverse(self.queue_priority(id)),
+            Reverse(q.priority_seen_by_parent(self.queue_priority(id))),
             Reverse(q.pending.dominant_share(&base)),
             id,
         ))
@@ -696,13 +710,16 @@ impl Partition {
             let new_key = self.queue_key(cur);
             let q = &self.queues[cur];
             let parked = q.blocked_in_pass == self.pass && self.pass != 0;
-            if let Some(k) = q.key_in_parent {
-                self.queues[parent].child_order.remove(&k);
+            let target = if parked { None } else { new_key };
+            if q.key_in_parent != target {
+                if let Some(k) = q.key_in_parent {
+                    self.queues[parent].child_order.remove(&k);
+                }
+                if let Some(k) = target {
+                    self.queues[parent].child_order.insert(k);
+                }
+                self.queues[cur].key_in_parent = target;
             }
-            if let (Some(k), false) = (new_key, parked) {
-                self.queues[parent].child_order.insert(k);
-            }
-            self.queues[cur].key_in_parent = if parked { None } else { new_key };
             cur = parent;
         }
     }

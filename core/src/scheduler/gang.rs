@@ -1,0 +1,500 @@
+//! Gang scheduling: placeholders, their replacement by real asks, and the
+//! placeholder timeout.
+//!
+//! An application takes part when it is submitted with a placeholder ask, a
+//! gang style or an execution timeout, or when its first placeholder ask
+//! arrives; every other application has `App::gang == None` and pays nothing.
+//! Per task group the application counts the placeholders asked for, those
+//! replaced by a real ask and those gone otherwise (timed out, released). While
+//! a group has outstanding placeholders, its real asks are not scheduled
+//! normally: each waits for a placeholder of its group to replace.
+//!
+//! Replacement follows YuniKorn: the core sends the placeholder's release with
+//! `PLACEHOLDER_REPLACED` and keeps it (and its resources) until the RM
+//! confirms with a release of the same type; then the real allocation is made
+//! on the placeholder's node and sent. A real ask larger than its placeholder
+//! releases that placeholder at once (`TIMEOUT`).
+//!
+//! The placeholder timer starts with the first placeholder ask (the app's
+//! execution timeout, else 15 minutes). When it fires, a Running application
+//! releases its unused placeholders; any other goes Resuming then Accepted
+//! (Soft style: its real asks are then scheduled normally) or Failing then
+//! Failed (Hard style: everything is released).
+
+use std::cmp::Reverse;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use si::event_record::{ChangeDetail, ChangeType, Type as EventType};
+use unisched_si as si;
+
+use super::allocate::PassContext;
+use super::objects::*;
+use super::partition::Partition;
+use crate::resources::{NameTable, Resource};
+
+/// Placeholder timeout when the application sets no execution timeout.
+pub const DEFAULT_PLACEHOLDER_TIMEOUT: u64 = 15 * 60 * 1_000_000_000;
+
+/// Placeholders of one task group.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct GroupCount {
+    /// Placeholders asked for.
+    pub count: u32,
+    /// Placeholders replaced by a real allocation.
+    pub replaced: u32,
+    /// Placeholders that went otherwise (timed out, released, ask removed).
+    pub gone: u32,
+}
+
+impl GroupCount {
+    /// Placeholders still to be allocated or replaced.
+    pub fn outstanding(&self) -> u32 {
+        self.count
+            .saturating_sub(self.replaced.saturating_add(self.gone))
+    }
+}
+
+/// The gang scheduling state of one application.
+#[derive(Debug, Clone)]
+pub struct Gang {
+    /// Hard style: a timeout fails the application.
+    pub hard: bool,
+    /// Placeholder timeout in nanoseconds.
+    pub timeout: u64,
+    /// When the running placeholder timer fires.
+    pub deadline: Option<u64>,
+    /// Per task group counts.
+    pub groups: BTreeMap<String, GroupCount>,
+}
+
+impl Gang {
+    fn new(hard: bool, timeout_ms: i64) -> Self {
+        let timeout = u64::try_from(timeout_ms)
+            .ok()
+            .filter(|&ms| ms > 0)
+            .map_or(DEFAULT_PLACEHOLDER_TIMEOUT, |ms| {
+                ms.saturating_mul(1_000_000)
+            });
+        Self {
+            hard,
+            timeout,
+            deadline: None,
+            groups: BTreeMap::new(),
+        }
+    }
+}
+
+impl Partition {
+    /// The gang state of an application being added to `queue`, or why the
+    /// application is refused (a gang app in a fair leaf, or placeholders
+    /// larger than a queue's max).
+    pub(super) fn gang_for_new_app(
+        &self,
+        id: &str,
+        queue: QueueId,
+        placeholder_ask: Option<&si::Resource>,
+        style: &str,
+        timeout_ms: i64,
+    ) -> Result<Option<Box<Gang>>, String> {
+        let ask = match placeholder_ask {
+            Some(r) if !r.resources.is_empty() => self
+                .names
+                .from_si(Some(r))
+                .map_err(|e| format!("application {id}: placeholder ask: {e}"))?,
+            _ => Resource::ZERO,
+        };
+        let hard = style.eq_ignore_ascii_case("hard");
+        if ask.is_zero() {
+            return Ok((hard || timeout_ms > 0).then(|| Box::new(Gang::new(hard, timeout_ms))));
+        }
+        let leaf = &self.queues[queue];
+        if leaf.app_sort == AppSortPolicy::Fair {
+            return Err(format!(
+                "application {id}: gang scheduling needs a fifo queue, {} sorts applications fair",
+                leaf.path
+            ));
+        }
+        let mut q = Some(queue);
+        while let Some(qid) = q {
+            let queue = &self.queues[qid];
+            if queue.has_max && !ask.fits_in(&queue.max) {
+                return Err(format!(
+                    "application {id}: placeholder ask exceeds the max of queue {}",
+                    queue.path
+                ));
+            }
+            q = queue.parent;
+        }
+        Ok(Some(Box::new(Gang::new(hard, timeout_ms))))
+    }
+
+    /// Counts a new placeholder ask in its task group and starts the
+    /// placeholder timer if it is not running.
+    pub(super) fn gang_placeholder_asked(&mut self, app: AppId, ask: AskId, now: u64) {
+        let (group, wanted) = (self.asks[ask].task_group.clone(), self.asks[ask].pending);
+        let gang = self.apps[app]
+            .gang
+            .get_or_insert_with(|| Box::new(Gang::new(false, 0)));
+        let count = &mut gang.groups.entry(group).or_default().count;
+        *count = count.saturating_add(wanted);
+        if gang.deadline.is_none() {
+            let deadline = now.saturating_add(gang.timeout);
+            gang.deadline = Some(deadline);
+            self.gang_timers.push(Reverse((deadline, app)));
+        }
+    }
+
+    /// True when `ask` is a real ask whose task group still has placeholders
+    /// to replace: it must not be scheduled normally.
+    pub(super) fn gang_waits(&self, app: AppId, ask: AskId) -> bool {
+        let a = &self.asks[ask];
+        if a.placeholder || a.task_group.is_empty() {
+            return false;
+        }
+        self.apps[app]
+            .gang
+            .as_ref()
+            .and_then(|g| g.groups.get(&a.task_group))
+            .is_some_and(|c| c.outstanding() > 0)
+    }
+
+    /// Placeholder allocations of an application not being released, oldest first.
+    fn live_placeholders(&self, app: AppId, group: Option<&str>) -> Vec<AllocId> {
+        let mut out: Vec<AllocId> = self.apps[app]
+            .asks
+            .values()
+            .map(|&a| &self.asks[a])
+            .filter(|a| a.placeholder && group.is_none_or(|g| a.task_group == g))
+            .flat_map(|a| a.allocs.iter().copied())
+            .filter(|&al| self.allocs[al].releasing.is_none())
+            .collect();
+        out.sort_unstable_by_key(|&al| (self.allocs[al].created, al));
+        out
+    }
+
+    /// Tries to start replacing a placeholder of the ask's task group; true
+    /// when a replacement started (the ask's pending count went down).
+    pub(super) fn try_replace(
+        &mut self,
+        app: AppId,
+        ask: AskId,
+        ctx: &mut PassContext<'_>,
+    ) -> bool {
+        let group = self.asks[ask].task_group.clone();
+        for ph in self.live_placeholders(app, Some(&group)) {
+            let res = self.asks[ask].resource;
+            if !res.fits_in(&self.allocs[ph].resource) {
+                self.release_allocation(
+                    ph,
+                    si::TerminationType::Timeout,
+                    "real ask larger than its placeholder",
+                    ctx.now,
+                );
+                ctx.resources_freed();
+                if !self.gang_waits(app, ask) {
+                    // Nothing left to replace: scheduled normally in the next pass.
+                    return false;
+                }
+                continue;
+            }
+            let node = self.allocs[ph].node;
+            if !self.predicate(ctx, ask, node, true) {
+                continue;
+            }
+            self.take_one_pending(app, ask);
+            self.allocs[ph].releasing = Some(PendingRelease {
+                termination: si::TerminationType::PlaceholderReplaced,
+                replacement: Some(self.asks[ask].key.clone()),
+            });
+            self.send_release(
+                ph,
+                si::TerminationType::PlaceholderReplaced,
+                "placeholder replaced by a real allocation",
+                ctx.now,
+            );
+            self.rekey_app(app);
+            return true;
+        }
+        false
+    }
+
+    /// One allocation of `ask` is spoken for outside the normal path.
+    pub(super) fn take_one_pending(&mut self, app: AppId, ask: AskId) {
+        let a = &mut self.asks[ask];
+        let order_key = a.order_key(ask);
+        a.pending -= 1;
+        let (res, done) = (a.resource, a.pending == 0);
+        if done && self.apps[app].pending_order.remove(&order_key) {
+            self.pending_ask_removed();
+        }
+        self.unreserve(ask);
+        self.remove_pending(app, &res);
+    }
+
+    /// Undoes `take_one_pending` (a replacement or preemption fell through).
+    pub(super) fn give_back_pending(&mut self, app: AppId, ask: AskId) {
+        self.remove_pending_of_ask(ask);
+        self.asks[ask].pending += 1;
+        self.add_pending_of_ask(ask);
+        self.rekey_app(app);
+    }
+
+    /// Tells the RM the core releases an allocation (it stays until removed).
+    pub(super) fn send_release(
+        &mut self,
+        id: AllocId,
+        termination: si::TerminationType,
+        message: &str,
+        now: u64,
+    ) {
+        let alloc = &self.allocs[id];
+        let app_id = self.apps[alloc.app].id.to_string();
+        let (alloc_id, key) = (alloc.id.clone(), alloc.key.to_string());
+        let detail = match termination {
+            si::TerminationType::PreemptedByScheduler => ChangeDetail::AllocPreempt,
+            si::TerminationType::Timeout => ChangeDetail::AllocTimeout,
+            si::TerminationType::PlaceholderReplaced => ChangeDetail::AllocReplaced,
+            _ => ChangeDetail::AllocCancel,
+        };
+        self.outbox.event(
+            now,
+            EventType::App,
+            &app_id,
+            &alloc_id,
+            ChangeType::Remove,
+            detail,
+            message.to_string(),
+        );
+        self.outbox.allocation.released.push(si::AllocationRelease {
+            partition_name: self.plain_name().to_string(),
+            application_id: app_id,
+            termination_type: termination as i32,
+            message: message.to_string(),
+            allocation_key: key,
+            allocation_id: alloc_id.to_string(),
+        });
+    }
+
+    /// The RM confirms a release the core asked for: the allocation goes, and
+    /// a replaced placeholder's real allocation is made on its node.
+    pub(super) fn confirm_release(
+        &mut self,
+        id: AllocId,
+        termination: si::TerminationType,
+        now: u64,
+    ) {
+        let replacement = self.allocs[id]
+            .releasing
+            .as_ref()
+            .and_then(|r| r.replacement.clone());
+        let alloc = self.remove_allocation(id, termination);
+        if termination == si::TerminationType::PlaceholderReplaced
+            && let Some(key) = replacement
+        {
+            self.place_replacement(alloc.app, &key, alloc.node, now);
+        }
+    }
+
+    /// Bookkeeping when an allocation that is a placeholder, or that waits
+    /// for a release confirmation, goes.
+    pub(super) fn gang_allocation_removed(
+        &mut self,
+        alloc: &Allocation,
+        termination: si::TerminationType,
+    ) {
+        let replacement = alloc
+            .releasing
+            .as_ref()
+            .and_then(|r| r.replacement.as_ref());
+        let replaced =
+            termination == si::TerminationType::PlaceholderReplaced && replacement.is_some();
+        if let Some(key) = replacement
+            && !replaced
+            && let Some(&ask) = self.apps[alloc.app].asks.get(key)
+        {
+            // The placeholder went another way: the real ask is pending again.
+            self.give_back_pending(alloc.app, ask);
+        }
+        if alloc.placeholder
+            && let Some(c) = self.apps[alloc.app]
+                .gang
+                .as_mut()
+                .and_then(|g| g.groups.get_mut(&alloc.task_group))
+        {
+            if replaced {
+                c.replaced += 1;
+            } else {
+                c.gone += 1;
+            }
+        }
+    }
+
+    /// A placeholder ask's pending part is dropped: those placeholders are gone.
+    pub(super) fn gang_placeholder_ask_dropped(&mut self, ask: AskId) {
+        let a = &self.asks[ask];
+        let (app, pending) = (a.app, a.pending);
+        if pending == 0 {
+            return;
+        }
+        if let Some(c) = self.apps[app]
+            .gang
+            .as_mut()
+            .and_then(|g| g.groups.get_mut(&a.task_group))
+        {
+            c.gone = c.gone.saturating_add(pending);
+        }
+    }
+
+    /// Makes the real allocation of a confirmed replacement on `node`.
+    fn place_replacement(&mut self, app: AppId, key: &Arc<str>, node: NodeId, now: u64) {
+        let Some(&ask) = self.apps[app].asks.get(key) else {
+            return;
+        };
+        let mut table = NameTable::default();
+        table.refresh(&self.names);
+        let a = &mut self.asks[ask];
+        a.allocated_total += 1;
+        let mut number = a.next_id;
+        let mut id_text = format!("{key}-{number}");
+        while self.alloc_by_id.contains_key(id_text.as_str()) {
+            number += 1;
+            id_text = format!("{key}-{number}");
+        }
+        self.asks[ask].next_id = number + 1;
+        let partition_name = self.plain_name().to_string();
+        let a = &self.asks[ask];
+        let wire = si::Allocation {
+            allocation_key: key.to_string(),
+            allocation_tags: a.tags.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            resource_per_alloc: Some(table.to_si(&a.resource)),
+            priority: a.priority,
+            node_id: self.nodes[node].id.to_string(),
+            application_id: self.apps[app].id.to_string(),
+            partition_name,
+            task_group_name: a.task_group.clone(),
+            placeholder: false,
+            allocation_id: id_text.clone(),
+            originator: a.originator,
+            preemption_policy: Some(si::PreemptionPolicy {
+                allow_preempt_self: a.allow_preempt_self,
+                allow_preempt_other: a.allow_preempt_other,
+            }),
+        };
+        let res = a.resource;
+        self.insert_allocation(app, ask, node, Arc::from(id_text.as_str()), res, &wire, now);
+        self.outbox.allocation.new.push(wire);
+        if self.asks[ask].reported_state != 0 {
+            self.report_scheduling_state(
+                ask,
+                si::update_container_scheduling_state_request::SchedulingState::Scheduled,
+                "placeholder replaced",
+            );
+        }
+        self.rekey_app(app);
+    }
+
+    /// Fires placeholder timers that are due.
+    pub(super) fn process_gang_timers(&mut self, now: u64) {
+        while let Some(&Reverse((deadline, app))) = self.gang_timers.peek() {
+            if deadline > now {
+                break;
+            }
+            self.gang_timers.pop();
+            let Some(gang) = self.apps.get_mut(app).and_then(|a| a.gang.as_mut()) else {
+                continue;
+            };
+            if gang.deadline != Some(deadline) {
+                continue;
+            }
+            gang.deadline = None;
+            self.placeholder_timeout(app, now);
+        }
+    }
+
+    fn placeholder_timeout(&mut self, app: AppId, now: u64) {
+        let pending_asks: Vec<AskId> = self.apps[app]
+            .asks
+            .values()
+            .copied()
+            .filter(|&a| self.asks[a].placeholder && self.asks[a].pending > 0)
+            .collect();
+        let live = self.live_placeholders(app, None);
+        if live.is_empty() && pending_asks.is_empty() {
+            return;
+        }
+        let state = self.apps[app].state;
+        let has_placeholders = self.apps[app]
+            .asks
+            .values()
+            .any(|&a| self.asks[a].placeholder && !self.asks[a].allocs.is_empty());
+        let hard = self.apps[app].gang.as_ref().is_some_and(|g| g.hard);
+        let started = matches!(state, AppState::Running | AppState::Completing);
+        if started && has_placeholders || !hard && !state.can_move_to(AppState::Resuming) {
+            // The application runs: only its unused placeholders go.
+            self.drop_placeholders(app, &pending_asks, &live, now);
+            self.check_completing(app, now);
+            return;
+        }
+        if !hard {
+            self.set_app_state(app, AppState::Resuming, now, "ResourceReservationTimeout");
+            self.drop_placeholders(app, &pending_asks, &live, now);
+            self.set_app_state(
+                app,
+                AppState::Accepted,
+                now,
+                "placeholders timed out: scheduling normally",
+            );
+            self.check_completing(app, now);
+            return;
+        }
+        self.set_app_state(app, AppState::Failing, now, "ResourceReservationTimeout");
+        for alloc in self.app_allocations(app) {
+            self.release_allocation(
+                alloc,
+                si::TerminationType::Timeout,
+                "placeholder timeout: application failed (hard gang style)",
+                now,
+            );
+        }
+        let asks: Vec<AskId> = self.apps[app].asks.values().copied().collect();
+        for ask in asks {
+            self.ask_timed_out(ask, now);
+        }
+        self.set_app_state(app, AppState::Failed, now, "placeholders timed out");
+        self.drop_app(app, now);
+    }
+
+    fn drop_placeholders(&mut self, app: AppId, asks: &[AskId], live: &[AllocId], now: u64) {
+        for &ask in asks {
+            self.ask_timed_out(ask, now);
+        }
+        for &alloc in live {
+            self.release_allocation(
+                alloc,
+                si::TerminationType::Timeout,
+                "placeholder timed out",
+                now,
+            );
+        }
+        self.rekey_app(app);
+    }
+
+    fn ask_timed_out(&mut self, ask: AskId, now: u64) {
+        if !self.asks.contains(ask) {
+            return;
+        }
+        let a = &self.asks[ask];
+        let (key, app) = (a.key.clone(), self.apps[a.app].id.clone());
+        self.outbox.event(
+            now,
+            EventType::Request,
+            &key,
+            &app,
+            ChangeType::Remove,
+            ChangeDetail::RequestTimeout,
+            "placeholder timeout".to_string(),
+        );
+        self.remove_ask(ask, now);
+    }
+}

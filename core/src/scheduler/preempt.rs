@@ -1,0 +1,364 @@
+//! Preemption: freeing room for an ask whose queue is under its guarantee by
+//! releasing allocations of queues over theirs.
+//!
+//! Only tried for an ask that just failed (no headroom or no node), that
+//! allows preempting others, has waited `preemption.delay`, and only when the
+//! partition's preemption is enabled: a cluster that never needs it pays a
+//! flag test per failed ask. The laws (spec §3) are checked per victim: never
+//! within the ask's application, never a victim of higher priority, never
+//! across a `fence`, never from a `disabled` queue, only from queues over their
+//! guarantee and never taking one below it; the asking queue must stay within
+//! its guarantee with the ask.
+//!
+//! Victims on one node are chosen in YuniKorn's order (allowPreemptSelf
+//! first, non-originators first, newest first) until the ask fits the node and
+//! the queue headroom. They are released with `PREEMPTED_BY_SCHEDULER` and
+//! kept until the RM confirms; the ask reserves the node meanwhile, so it is
+//! placed there (reserved asks go first) once the room is back.
+
+use si::update_container_scheduling_state_request::SchedulingState;
+use unisched_si as si;
+
+use super::allocate::PassContext;
+use super::objects::*;
+use super::partition::Partition;
+use crate::config::properties::{self, PreemptionPolicy};
+use crate::resources::Resource;
+
+/// Ask tag naming the only node an ask may use (daemon sets), as upstream's
+/// `DomainYuniKorn + KeyRequiredNode`.
+pub const REQUIRED_NODE_TAG: &str = "yunikorn.apache.org/requiredNode";
+
+impl Partition {
+    /// Tries to preempt for `ask`; true when victims were released and the
+    /// ask now holds a reservation on their node.
+    pub(super) fn try_preempt(
+        &mut self,
+        app: AppId,
+        ask: AskId,
+        ctx: &mut PassContext<'_>,
+    ) -> bool {
+        let a = &self.asks[ask];
+        if !a.allow_preempt_other || a.reserved_node.is_some() || a.pending == 0 {
+            return false;
+        }
+        let leaf = self.apps[app].queue;
+        let props = &self.queues[leaf].properties;
+        let delay = properties::preemption_delay(props)
+            .unwrap_or(properties::DEFAULT_PREEMPTION_DELAY)
+            .as_nanos();
+        let due = a
+            .created
+            .saturating_add(u64::try_from(delay).unwrap_or(u64::MAX));
+        if ctx.now < due {
+            ctx.wake_at(due);
+            return false;
+        }
+        let res = a.resource;
+        // Law: only an ask whose queue stays within its guarantee may preempt.
+        if !self.within_guarantee(leaf, &res) {
+            return false;
+        }
+        let required = a.tags.get(REQUIRED_NODE_TAG).cloned();
+        let nodes: Vec<NodeId> = match &required {
+            Some(id) => self
+                .node_by_id
+                .get(id.as_str())
+                .copied()
+                .into_iter()
+                .collect(),
+            None => {
+                let mut all: Vec<NodeKey> = self
+                    .node_index
+                    .iter()
+                    .chain(self.exhausted_nodes.iter())
+                    .copied()
+                    .collect();
+                all.sort_unstable();
+                all.into_iter().map(|(_, n)| n).collect()
+            }
+        };
+        let mut best: Option<(NodeId, Vec<AllocId>)> = None;
+        for n in nodes {
+            let node = &self.nodes[n];
+            if !node.schedulable || node.reserved_by.is_some_and(|r| r != ask) {
+                continue;
+            }
+            if let Some(victims) = self.victims_on(n, app, ask, &res)
+                && best.as_ref().is_none_or(|(_, b)| victims.len() < b.len())
+                && self.predicate(ctx, ask, n, false)
+            {
+                best = Some((n, victims));
+            }
+        }
+        let Some((node, victims)) = best else {
+            return false;
+        };
+        for v in victims {
+            self.allocs[v].releasing = Some(PendingRelease {
+                termination: si::TerminationType::PreemptedByScheduler,
+                replacement: None,
+            });
+            self.send_release(
+                v,
+                si::TerminationType::PreemptedByScheduler,
+                "preempted by the scheduler",
+                ctx.now,
+            );
+        }
+        self.nodes[node].reserved_by = Some(ask);
+        let a = &mut self.asks[ask];
+        a.reserved_node = Some(node);
+        a.reserved_since = ctx.now;
+        self.reserved_asks.insert(ask);
+        let (node_id, key) = (self.nodes[node].id.clone(), self.asks[ask].key.clone());
+        self.report_scheduling_state(
+            ask,
+            SchedulingState::Reserved,
+            &format!("preempting on node {node_id}"),
+        );
+        self.outbox.event(
+            ctx.now,
+            si::event_record::Type::Node,
+            &node_id,
+            &key,
+            si::event_record::ChangeType::Add,
+            si::event_record::ChangeDetail::NodeReservation,
+            "node reserved for preemption".to_string(),
+        );
+        true
+    }
+
+    /// True when `res` more keeps `queue` within its guarantee (on the types
+    /// it guarantees; a queue guaranteeing nothing is never under it).
+    fn within_guarantee(&self, queue: QueueId, res: &Resource) -> bool {
+        let q = &self.queues[queue];
+        if q.guaranteed.is_zero() {
+            return false;
+        }
+        let after = q.allocated.plus(res);
+        q.guaranteed
+            .0
+            .iter()
+            .zip(after.0.iter())
+            .all(|(&g, &used)| g <= 0 || used <= g)
+    }
+
+    /// Whether `ancestor` is `queue` or above it.
+    fn is_within(&self, queue: QueueId, ancestor: QueueId) -> bool {
+        let mut q = Some(queue);
+        while let Some(id) = q {
+            if id == ancestor {
+                return true;
+            }
+            q = self.queues[id].parent;
+        }
+        false
+    }
+
+    fn policy(&self, queue: QueueId) -> PreemptionPolicy {
+        properties::preemption_policy(&self.queues[queue].properties).unwrap_or_default()
+    }
+
+    /// Queues from `queue` up to (not including) `stop`.
+    fn path_below(&self, queue: QueueId, stop: QueueId) -> Vec<QueueId> {
+        let mut out = Vec::new();
+        let mut q = Some(queue);
+        while let Some(id) = q {
+            if id == stop {
+                break;
+            }
+            out.push(id);
+            q = self.queues[id].parent;
+        }
+        out
+    }
+
+    fn common_ancestor(&self, a: QueueId, b: QueueId) -> QueueId {
+        let mut q = Some(a);
+        while let Some(id) = q {
+            if self.is_within(b, id) {
+                return id;
+            }
+            q = self.queues[id].parent;
+        }
+        super::partition::ROOT
+    }
+
+    /// Victims on node `n` that make room for `res`, or `None` when the laws
+    /// leave too few.
+    fn victims_on(
+        &self,
+        n: NodeId,
+        app: AppId,
+        ask: AskId,
+        res: &Resource,
+    ) -> Option<Vec<AllocId>> {
+        let leaf = self.apps[app].queue;
+        let priority = self.asks[ask].priority;
+        let ask_fenced = |stop: QueueId| {
+            self.path_below(leaf, stop)
+                .iter()
+                .any(|&q| self.policy(q) == PreemptionPolicy::Fence)
+        };
+        let mut candidates: Vec<AllocId> = self.nodes[n]
+            .allocations
+            .iter()
+            .copied()
+            .filter(|&v| {
+                let al = &self.allocs[v];
+                if al.app == app || al.releasing.is_some() || al.priority > priority {
+                    return false;
+                }
+                let vq = self.apps[al.app].queue;
+                let top = self.common_ancestor(vq, leaf);
+                let path = self.path_below(vq, top);
+                !ask_fenced(top)
+                    && path.iter().all(|&q| {
+                        !matches!(
+                            self.policy(q),
+                            PreemptionPolicy::Fence | PreemptionPolicy::Disabled
+                        )
+                    })
+            })
+            .collect();
+        let self_ok = |v: AllocId| {
+            let al = &self.allocs[v];
+            self.apps[al.app]
+                .asks
+                .get(&al.key)
+                .is_none_or(|&a| self.asks[a].allow_preempt_self)
+        };
+        candidates.sort_by_key(|&v| {
+            let al = &self.allocs[v];
+            (
+                !self_ok(v),
+                al.originator,
+                std::cmp::Reverse((al.created, v)),
+            )
+        });
+        let mut freed_node = Resource::ZERO;
+        let mut removed: Vec<(QueueId, Resource)> = Vec::new();
+        let mut chosen = Vec::new();
+        for v in candidates {
+            if self.room_after(n, leaf, res, &freed_node, &removed) {
+                break;
+            }
+            let al = &self.allocs[v];
+            let vq = self.apps[al.app].queue;
+            if !self.victim_helps(n, leaf, res, &freed_node, &removed, vq, &al.resource) {
+                continue;
+            }
+            let top = self.common_ancestor(vq, leaf);
+            // Law: victims only from queues over their guarantee, and never
+            // below it afterwards (each queue on the way to the common parent).
+            let keeps_guarantee = self.path_below(vq, top).iter().all(|&q| {
+                let queue = &self.queues[q];
+                let mut after = queue.allocated.minus(&al.resource);
+                for (rq, r) in &removed {
+                    if self.is_within(*rq, q) {
+                        after.sub_assign(r);
+                    }
+                }
+                queue
+                    .guaranteed
+                    .0
+                    .iter()
+                    .zip(after.0.iter())
+                    .all(|(&g, &used)| g <= 0 || used >= g)
+            });
+            if !keeps_guarantee {
+                continue;
+            }
+            freed_node.add_assign(&al.resource);
+            removed.push((vq, al.resource));
+            chosen.push(v);
+        }
+        (self.room_after(n, leaf, res, &freed_node, &removed) && !chosen.is_empty())
+            .then_some(chosen)
+    }
+
+    /// Whether releasing `victim` (of queue `vq`) lessens a shortfall that
+    /// keeps `res` off node `n`: of the node's room, or of the headroom of a
+    /// queue above `leaf` that the victim's queue is under.
+    #[allow(clippy::too_many_arguments)] // the selection state, passed as is
+    fn victim_helps(
+        &self,
+        n: NodeId,
+        leaf: QueueId,
+        res: &Resource,
+        freed_node: &Resource,
+        removed: &[(QueueId, Resource)],
+        vq: QueueId,
+        victim: &Resource,
+    ) -> bool {
+        let overlaps = |short: &Resource| {
+            short
+                .0
+                .iter()
+                .zip(victim.0.iter())
+                .any(|(&s, &v)| s > 0 && v > 0)
+        };
+        let room = self.nodes[n].available.plus(freed_node);
+        if overlaps(&res.minus(&room)) {
+            return true;
+        }
+        let mut q = Some(leaf);
+        while let Some(id) = q {
+            let queue = &self.queues[id];
+            if queue.has_max && self.is_within(vq, id) {
+                let mut after = queue.allocated.plus(res);
+                for (rq, r) in removed {
+                    if self.is_within(*rq, id) {
+                        after.sub_assign(r);
+                    }
+                }
+                let short = Resource(std::array::from_fn(|i| {
+                    let max = queue.max.0[i];
+                    if max == i64::MAX {
+                        0
+                    } else {
+                        after.0[i].saturating_sub(max)
+                    }
+                }));
+                if overlaps(&short) {
+                    return true;
+                }
+            }
+            q = queue.parent;
+        }
+        false
+    }
+
+    /// Whether `res` fits node `n` and the headroom of `leaf` once the
+    /// chosen victims are gone.
+    fn room_after(
+        &self,
+        n: NodeId,
+        leaf: QueueId,
+        res: &Resource,
+        freed_node: &Resource,
+        removed: &[(QueueId, Resource)],
+    ) -> bool {
+        if !res.fits_in(&self.nodes[n].available.plus(freed_node)) {
+            return false;
+        }
+        let mut q = Some(leaf);
+        while let Some(id) = q {
+            let queue = &self.queues[id];
+            if queue.has_max {
+                let mut after = queue.allocated.plus(res);
+                for (rq, r) in removed {
+                    if self.is_within(*rq, id) {
+                        after.sub_assign(r);
+                    }
+                }
+                if !after.fits_in(&queue.max) {
+                    return false;
+                }
+            }
+            q = queue.parent;
+        }
+        true
+    }
+}
