@@ -119,6 +119,7 @@ impl Partition {
         self.outbox.allocation.new.reserve(expected);
         self.allocs.reserve(expected);
         self.alloc_by_id.reserve(expected);
+        self.freed_in_pass = false;
         self.pass += 1;
         let reserved: Vec<AskId> = self.reserved_asks.iter().copied().collect();
         for ask in reserved {

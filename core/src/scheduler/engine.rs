@@ -662,7 +662,9 @@ impl Engine {
             ctx.reservation_timeout = reservation_timeout;
             let result = catch_unwind(AssertUnwindSafe(|| p.schedule(&mut ctx)));
             match result {
-                Ok(made) => more |= made >= budget,
+                // A reservation freed mid-pass may let asks the pass already
+                // passed over fit: schedule again before calling it quiet.
+                Ok(made) => more |= made >= budget || p.freed_in_pass,
                 Err(panic) => {
                     tracing::error!(partition = %p.name, reason = %panic_message(panic.as_ref()), "scheduling pass panicked");
                     p.parked_apps.clear();

@@ -1182,6 +1182,7 @@ impl Partition {
         };
         let key = a.key.clone();
         self.reserved_asks.remove(&ask);
+        self.freed_in_pass = true;
         if let Some(node) = self.nodes.get_mut(n)
             && node.reserved_by == Some(ask)
         {

@@ -168,6 +168,9 @@ pub struct Partition {
     pub names: Arc<ResourceNames>,
     /// Applications whose asks changed since their last re-key.
     pub dirty_apps: Vec<AppId>,
+    /// A reservation ended during the current pass, so a node that asks
+    /// earlier in the pass passed over may now take them: another pass is due.
+    pub freed_in_pass: bool,
     /// Clock time of the request, timer or pass being applied (for events
     /// raised deep inside bookkeeping, such as a dropped reservation).
     pub now: u64,
@@ -217,6 +220,7 @@ impl Partition {
             completing_timeout: 30_000_000_000,
             names,
             dirty_apps: Vec::new(),
+            freed_in_pass: false,
             now: 0,
         };
         partition.apply_config(config, 0)?;
