@@ -397,25 +397,27 @@ impl Partition {
             remember(&mut ctx.reserve_memo, *res);
             return;
         };
-        self.nodes[n].reserved_by = Some(ask);
-        self.asks[ask].reserved_node = Some(n);
-        self.asks[ask].reserved_since = ctx.now;
+        self.reserve_node(ask, n, "reserved node", ctx.now);
+    }
+
+    /// Records that `ask` holds `node`, reports RESERVED to the RM and the
+    /// event stream. `why` starts the message ("reserved node", ...).
+    pub(super) fn reserve_node(&mut self, ask: AskId, node: NodeId, why: &str, now: u64) {
+        self.nodes[node].reserved_by = Some(ask);
+        let a = &mut self.asks[ask];
+        a.reserved_node = Some(node);
+        a.reserved_since = now;
         self.reserved_asks.insert(ask);
-        let node_id = self.nodes[n].id.clone();
-        let key = self.asks[ask].key.clone();
-        self.report_scheduling_state(
-            ask,
-            SchedulingState::Reserved,
-            &format!("reserved node {node_id}"),
-        );
+        let (node_id, key) = (self.nodes[node].id.clone(), self.asks[ask].key.clone());
+        self.report_scheduling_state(ask, SchedulingState::Reserved, &format!("{why} {node_id}"));
         self.outbox.event(
-            ctx.now,
+            now,
             si::event_record::Type::Node,
             &node_id,
             &key,
             si::event_record::ChangeType::Add,
             si::event_record::ChangeDetail::NodeReservation,
-            "node reserved".to_string(),
+            format!("{why} {node_id}"),
         );
     }
 

@@ -249,31 +249,8 @@ impl Partition {
         now: u64,
     ) {
         let alloc = &self.allocs[id];
-        let app_id = self.apps[alloc.app].id.to_string();
-        let (alloc_id, key) = (alloc.id.clone(), alloc.key.to_string());
-        let detail = match termination {
-            si::TerminationType::PreemptedByScheduler => ChangeDetail::AllocPreempt,
-            si::TerminationType::Timeout => ChangeDetail::AllocTimeout,
-            si::TerminationType::PlaceholderReplaced => ChangeDetail::AllocReplaced,
-            _ => ChangeDetail::AllocCancel,
-        };
-        self.outbox.event(
-            now,
-            EventType::App,
-            &app_id,
-            &alloc_id,
-            ChangeType::Remove,
-            detail,
-            message.to_string(),
-        );
-        self.outbox.allocation.released.push(si::AllocationRelease {
-            partition_name: self.plain_name().to_string(),
-            application_id: app_id,
-            termination_type: termination as i32,
-            message: message.to_string(),
-            allocation_key: key,
-            allocation_id: alloc_id.to_string(),
-        });
+        let (app, key, alloc_id) = (alloc.app, alloc.key.clone(), alloc.id.clone());
+        self.report_release(app, &key, &alloc_id, termination, message, now);
     }
 
     /// The RM confirms a release the core asked for: the allocation goes, and

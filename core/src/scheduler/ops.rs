@@ -725,7 +725,20 @@ impl Partition {
         now: u64,
     ) {
         let alloc = self.remove_allocation(id, termination);
-        let app_id = self.apps[alloc.app].id.to_string();
+        self.report_release(alloc.app, &alloc.key, &alloc.id, termination, message, now);
+    }
+
+    /// Tells the RM (and the event stream) that an allocation is released.
+    pub(super) fn report_release(
+        &mut self,
+        app: AppId,
+        key: &str,
+        alloc_id: &str,
+        termination: si::TerminationType,
+        message: &str,
+        now: u64,
+    ) {
+        let app_id = self.apps[app].id.to_string();
         let detail = match termination {
             si::TerminationType::PreemptedByScheduler => ChangeDetail::AllocPreempt,
             si::TerminationType::Timeout => ChangeDetail::AllocTimeout,
@@ -736,7 +749,7 @@ impl Partition {
             now,
             EventType::App,
             &app_id,
-            &alloc.id,
+            alloc_id,
             ChangeType::Remove,
             detail,
             message.to_string(),
@@ -746,8 +759,8 @@ impl Partition {
             application_id: app_id,
             termination_type: termination as i32,
             message: message.to_string(),
-            allocation_key: alloc.key.to_string(),
-            allocation_id: alloc.id.to_string(),
+            allocation_key: key.to_string(),
+            allocation_id: alloc_id.to_string(),
         });
     }
 

@@ -16,7 +16,6 @@
 //! kept until the RM confirms; the ask reserves the node meanwhile, so it is
 //! placed there (reserved asks go first) once the room is back.
 
-use si::update_container_scheduling_state_request::SchedulingState;
 use unisched_si as si;
 
 use super::allocate::PassContext;
@@ -106,26 +105,7 @@ impl Partition {
                 ctx.now,
             );
         }
-        self.nodes[node].reserved_by = Some(ask);
-        let a = &mut self.asks[ask];
-        a.reserved_node = Some(node);
-        a.reserved_since = ctx.now;
-        self.reserved_asks.insert(ask);
-        let (node_id, key) = (self.nodes[node].id.clone(), self.asks[ask].key.clone());
-        self.report_scheduling_state(
-            ask,
-            SchedulingState::Reserved,
-            &format!("preempting on node {node_id}"),
-        );
-        self.outbox.event(
-            ctx.now,
-            si::event_record::Type::Node,
-            &node_id,
-            &key,
-            si::event_record::ChangeType::Add,
-            si::event_record::ChangeDetail::NodeReservation,
-            "node reserved for preemption".to_string(),
-        );
+        self.reserve_node(ask, node, "preempting on node", ctx.now);
         true
     }
 
