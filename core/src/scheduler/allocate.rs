@@ -327,6 +327,25 @@ impl Partition {
     /// Nodes passed over because not even the smallest pending ask fits are
     /// moved to the exhausted set afterwards, so no later search walks them.
     fn find_node(&mut self, ask: AskId, res: &Resource, ctx: &PassContext<'_>) -> NodeSearch {
+        // An ask naming its node (as daemon sets do) goes there or nowhere; its
+        // failure says nothing about other asks, so it is never "clean".
+        if let Some(required) = self.asks[ask].tags.get(super::preempt::REQUIRED_NODE_TAG) {
+            let fits = self
+                .node_by_id
+                .get(required.as_str())
+                .copied()
+                .filter(|&n| {
+                    let node = &self.nodes[n];
+                    node.schedulable
+                        && node.reserved_by.is_none_or(|r| r == ask)
+                        && res.fits_in(&node.available)
+                        && self.predicate(ctx, ask, n, true)
+                });
+            return match fits {
+                Some(n) => NodeSearch::Found(n),
+                None => NodeSearch::NotFound { clean: false },
+            };
+        }
         let mut clean = true;
         let floor = self.pending_floor;
         let mut exhausted = Vec::new();
@@ -365,6 +384,14 @@ impl Partition {
     /// Reserves the first unreserved node that could hold the ask once emptied,
     /// when the ask has waited long enough.
     fn maybe_reserve(&mut self, ask: AskId, res: &Resource, ctx: &mut PassContext<'_>) {
+        // A required-node ask waits for (or preempts on) its node; it does not
+        // hold another one.
+        if self.asks[ask]
+            .tags
+            .contains_key(super::preempt::REQUIRED_NODE_TAG)
+        {
+            return;
+        }
         let created = self.asks[ask].created;
         let due = created.saturating_add(ctx.reservation_delay);
         if ctx.now < due {
