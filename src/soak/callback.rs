@@ -23,6 +23,9 @@ pub enum Inbound {
     Application(si::ApplicationResponse),
     /// `update_node`.
     Node(si::NodeResponse),
+    /// An ask the core dropped on its own (placeholder timeout), from
+    /// `send_event`: (application, allocation key).
+    AskTimedOut(String, String),
 }
 
 /// The RM callback of the soak. Records first, then injects its fault, so a
@@ -121,7 +124,19 @@ impl ResourceManagerCallback for SoakCallback {
         self.maybe_fail()
     }
 
-    fn send_event(&self, _events: Vec<si::EventRecord>) -> CallbackResult<()> {
+    fn send_event(&self, events: Vec<si::EventRecord>) -> CallbackResult<()> {
+        use si::event_record::{ChangeDetail, ChangeType, Type};
+        {
+            let mut inbox = lock(&self.inbox);
+            for e in events {
+                if e.r#type == Type::Request as i32
+                    && e.event_change_type == ChangeType::Remove as i32
+                    && e.event_change_detail == ChangeDetail::RequestTimeout as i32
+                {
+                    inbox.push(Inbound::AskTimedOut(e.reference_id, e.object_id));
+                }
+            }
+        }
         self.maybe_fail()
     }
 

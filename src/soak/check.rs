@@ -128,6 +128,16 @@ pub fn limits(snap: &PartitionSnapshot, new: &[(String, String)]) -> Vec<String>
 /// reserved by another ask, predicates passing when in use) within its queues'
 /// headroom. Apps held back by maxapplications are not judged.
 pub fn liveness(snap: &PartitionSnapshot, predicates: bool) -> Vec<String> {
+    liveness_except(snap, predicates, &std::collections::BTreeSet::new())
+}
+
+/// [`liveness`], not judging the asks of `waiting` ((application, key): real
+/// asks that wait for a placeholder of their task group to replace).
+pub fn liveness_except(
+    snap: &PartitionSnapshot,
+    predicates: bool,
+    waiting: &std::collections::BTreeSet<(String, String)>,
+) -> Vec<String> {
     let mut out = Vec::new();
     for app in &snap.applications {
         if !matches!(
@@ -142,6 +152,9 @@ pub fn liveness(snap: &PartitionSnapshot, predicates: bool) -> Vec<String> {
             continue;
         }
         for ask in &app.pending_asks {
+            if waiting.contains(&(app.id.clone(), ask.allocation_key.clone())) {
+                continue;
+            }
             if !within_max(&c, &ask.resource) {
                 continue;
             }

@@ -1,6 +1,11 @@
 //! Queue configurations the soak reloads: valid ones that move limits around a
-//! fixed queue tree (`root.a`, `root.b.b1`, `root.b.b2`), and invalid ones the
+//! fixed queue tree (`root.a`, `root.b.b1`, `root.b.b2`), some with guarantees,
+//! `preemption.delay` and `preemption.policy` fence/disabled so preemption
+//! triggers, and invalid ones the
 //! core must refuse while keeping the running configuration.
+
+/// How many of [`VALID`] (the first ones) have no guarantees for preemption.
+pub const PLAIN: usize = 5;
 
 /// Valid configurations; the first is the one registered at the start.
 pub const VALID: &[&str] = &[
@@ -77,6 +82,54 @@ pub const VALID: &[&str] = &[
             queues:
               - name: b1
               - name: b2
+",
+    "partitions:
+  - name: default
+    queues:
+      - name: root
+        submitacl: '*'
+        properties:
+          preemption.delay: 1s
+        queues:
+          - name: a
+            resources:
+              guaranteed: {memory: 300, vcore: 30000}
+          - name: b
+            properties:
+              preemption.policy: fence
+            resources:
+              guaranteed: {memory: 300, vcore: 30000}
+            queues:
+              - name: b1
+                resources:
+                  guaranteed: {memory: 150, vcore: 15000}
+              - name: b2
+                resources:
+                  guaranteed: {memory: 150, vcore: 15000}
+",
+    "partitions:
+  - name: default
+    queues:
+      - name: root
+        submitacl: '*'
+        properties:
+          preemption.delay: 2s
+        queues:
+          - name: a
+            properties:
+              preemption.policy: disabled
+            resources:
+              guaranteed: {memory: 200, vcore: 20000}
+          - name: b
+            resources:
+              max: {memory: 800}
+            queues:
+              - name: b1
+                resources:
+                  guaranteed: {memory: 200, vcore: 20000}
+              - name: b2
+                resources:
+                  guaranteed: {memory: 100}
 ",
 ];
 

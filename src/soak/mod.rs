@@ -49,6 +49,10 @@ pub struct SoakOptions {
     /// recovery) and never let `AskUpdate` leave an ask with nothing pending
     /// (dangling reservation).
     pub avoid_known_bugs: bool,
+    /// Also run the gang and preemption operations (gang apps, placeholder and
+    /// real asks, asks allowed to preempt, configurations with guarantees and
+    /// preemption policies). Off by default: see `RELIABILITY.md` (open items).
+    pub gang_ops: bool,
 }
 
 impl Default for SoakOptions {
@@ -60,6 +64,7 @@ impl Default for SoakOptions {
             fault_rate: 0.05,
             stall: Duration::from_secs(60),
             avoid_known_bugs: false,
+            gang_ops: std::env::var_os("UNISCHED_SOAK_GANG").is_some(),
         }
     }
 }
@@ -142,6 +147,7 @@ fn hang(step: usize, what: String) -> Execution {
 fn execute_here(options: &SoakOptions, ops: &[Op], progress: &AtomicUsize) -> Execution {
     let (mut sim, setup) = sim::Sim::start(options.seed, options.nodes, options.fault_rate);
     sim.avoid_known_bugs = options.avoid_known_bugs;
+    sim.gang_ops = options.gang_ops;
     let mut run = Execution::default();
     if !setup.is_empty() {
         run.failure = Some(Failure {
@@ -155,7 +161,8 @@ fn execute_here(options: &SoakOptions, ops: &[Op], progress: &AtomicUsize) -> Ex
             break;
         }
         progress.store(i + 1, Ordering::SeqCst);
-        if options.avoid_known_bugs && *op == Op::ReRegister {
+        let gang_op = matches!(op, Op::GangAppAdd { .. } | Op::GangRealAsk { .. });
+        if options.avoid_known_bugs && *op == Op::ReRegister || gang_op && !options.gang_ops {
             run.steps = i + 1;
             continue;
         }

@@ -73,6 +73,46 @@ pub struct Model {
     /// Applications removed by the RM or Completed: the snapshot may still
     /// list them as history, without allocations or asks.
     pub gone: BTreeSet<String>,
+    /// Gang settings of the applications submitted with them.
+    pub gangs: BTreeMap<String, GangModel>,
+    /// Task group, placeholder flag and preemption wish of every ask sent.
+    pub ask_meta: BTreeMap<(String, String), AskMeta>,
+    /// Allocations the core releases and keeps until the RM confirms: id to
+    /// the termination type the core sent (`PLACEHOLDER_REPLACED` or
+    /// `PREEMPTED_BY_SCHEDULER`).
+    pub releasing: BTreeMap<String, i32>,
+    /// Placeholders being replaced: placeholder allocation id to the real ask
+    /// that took one of its pending allocations.
+    pub replacing: BTreeMap<String, (String, String)>,
+    /// Confirmed replacements whose real allocation is due: real ask to the
+    /// nodes of the confirmed placeholders.
+    pub awaiting_real: BTreeMap<(String, String), Vec<String>>,
+}
+
+/// Gang settings of an application, as submitted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GangModel {
+    /// Hard gang style.
+    pub hard: bool,
+    /// executionTimeoutMilliSeconds (0: none).
+    pub timeout_ms: i64,
+    /// placeholderAsk: total of all placeholders.
+    pub placeholder_ask: Size,
+    /// Per task group: placeholder size and count.
+    pub groups: Vec<(String, Size, i32)>,
+}
+
+/// What an ask was sent with besides size and count.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AskMeta {
+    /// Task group (empty: none).
+    pub group: String,
+    /// A placeholder ask.
+    pub placeholder: bool,
+    /// allowPreemptOther.
+    pub preempt_other: bool,
+    /// Priority last sent.
+    pub priority: i32,
 }
 
 /// True for the application state changes the spec allows (section 3), plus
@@ -115,12 +155,21 @@ impl Model {
                 live: 0,
             });
         entry.size = size;
-        entry.pending = wanted.saturating_sub(entry.allocated_total);
+        let id = (app.to_string(), key.to_string());
+        let in_flight = self.replacing.values().filter(|r| **r == id).count()
+            + self.awaiting_real.get(&id).map_or(0, Vec::len);
+        let entry = self.asks.get_mut(&id).expect("just inserted");
+        entry.pending = wanted
+            .saturating_sub(entry.allocated_total)
+            .saturating_sub(in_flight as u32);
     }
 
     /// The RM released an ask: nothing more pending; it goes once no allocation is left.
     pub fn release_ask(&mut self, app: &str, key: &str) {
         let id = (app.to_string(), key.to_string());
+        // A released real ask takes no replacement any more.
+        self.replacing.retain(|_, r| *r != id);
+        self.awaiting_real.remove(&id);
         if let Some(a) = self.asks.get_mut(&id) {
             a.pending = 0;
             if a.live == 0 {
@@ -149,6 +198,26 @@ impl Model {
             ));
         }
         let ask_id = (alloc.app.clone(), alloc.key.clone());
+        if let Some(nodes) = self.awaiting_real.get_mut(&ask_id) {
+            // The real allocation of a confirmed replacement: on the
+            // placeholder's node, and already taken from the pending count.
+            let Some(i) = nodes.iter().position(|n| *n == alloc.node) else {
+                return Err(format!(
+                    "real allocation {id} of {} on {}, its replaced placeholders were on {nodes:?}",
+                    alloc.key, alloc.node
+                ));
+            };
+            nodes.remove(i);
+            if nodes.is_empty() {
+                self.awaiting_real.remove(&ask_id);
+            }
+            if let Some(a) = self.asks.get_mut(&ask_id) {
+                a.allocated_total += 1;
+                a.live += 1;
+            }
+            self.allocs.insert(id.to_string(), alloc);
+            return Ok(());
+        }
         match self.asks.get_mut(&ask_id) {
             Some(a) if a.pending > 0 => {
                 a.pending -= 1;
@@ -183,11 +252,68 @@ impl Model {
         a.live += 1;
     }
 
+    /// The core reports a release it initiates (`PLACEHOLDER_REPLACED`,
+    /// `PREEMPTED_BY_SCHEDULER`): the allocation stays until the RM confirms.
+    /// A replaced placeholder's real ask (the one of its task group with
+    /// something pending) has one allocation less pending.
+    pub fn release_started(&mut self, id: &str, termination: i32) -> Result<(), String> {
+        let Some(alloc) = self.allocs.get(id) else {
+            return Err(format!(
+                "core-initiated release of allocation {id} the RM does not hold"
+            ));
+        };
+        self.releasing.insert(id.to_string(), termination);
+        if termination != unisched_si::TerminationType::PlaceholderReplaced as i32 {
+            return Ok(());
+        }
+        let ph = (alloc.app.clone(), alloc.key.clone());
+        let group = self.ask_meta.get(&ph).map(|m| m.group.clone());
+        if !self.ask_meta.get(&ph).is_some_and(|m| m.placeholder) {
+            return Err(format!("allocation {id} replaced but it is no placeholder"));
+        }
+        let real = self.asks.iter_mut().find(|((app, key), a)| {
+            *app == ph.0
+                && a.pending > 0
+                && self
+                    .ask_meta
+                    .get(&(app.clone(), key.clone()))
+                    .is_some_and(|m| !m.placeholder && Some(&m.group) == group.as_ref())
+        });
+        let Some((real_id, a)) = real else {
+            return Err(format!(
+                "placeholder {id} replaced, but no real ask of its task group {group:?} is pending"
+            ));
+        };
+        a.pending -= 1;
+        self.replacing.insert(id.to_string(), real_id.clone());
+        Ok(())
+    }
+
+    /// The RM confirmed a core-initiated release: the core removes the
+    /// allocation without reporting it again; a replaced placeholder's real
+    /// allocation is due on its node.
+    pub fn release_confirmed(&mut self, id: &str) {
+        let node = self.allocs.get(id).map(|a| a.node.clone());
+        if let Some(real) = self.replacing.remove(id)
+            && let Some(node) = node
+        {
+            self.awaiting_real.entry(real).or_default().push(node);
+        }
+        let _ = self.released(id);
+    }
+
     /// An allocation the core reported released; `Err` when it was not live.
     pub fn released(&mut self, id: &str) -> Result<(), String> {
         let Some(alloc) = self.allocs.remove(id) else {
             return Err(format!("release of allocation {id} the RM does not hold"));
         };
+        self.releasing.remove(id);
+        if let Some(real) = self.replacing.remove(id)
+            && let Some(a) = self.asks.get_mut(&real)
+        {
+            // The placeholder went another way: the real ask wants it back.
+            a.pending += 1;
+        }
         let ask_id = (alloc.app, alloc.key);
         if let Some(a) = self.asks.get_mut(&ask_id) {
             a.live = a.live.saturating_sub(1);
@@ -209,11 +335,12 @@ impl Model {
                 "application {app}: illegal transition {from} -> {state}"
             ));
         }
-        if state == "Completed" {
+        if state == "Completed" || state == "Failed" {
             self.apps.remove(app);
             self.gone.insert(app.to_string());
+            self.awaiting_real.retain(|(a, _), _| a != app);
             let left: Vec<_> = self.allocs.values().filter(|a| a.app == app).collect();
-            if !left.is_empty() {
+            if !left.is_empty() && state == "Completed" {
                 return Err(format!(
                     "application {app} Completed with allocations still live: {left:?}"
                 ));

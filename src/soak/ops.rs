@@ -136,6 +136,34 @@ pub enum Op {
     /// Registers the RM again; it then re-reports apps, nodes with their
     /// allocations, and pending asks.
     ReRegister,
+    /// Adds a gang application (placeholderAsk, gangSchedulingStyle, maybe
+    /// executionTimeoutMilliSeconds) and its placeholder asks, one per task group.
+    GangAppAdd {
+        /// Index into [`QUEUES`] (valid leaves only).
+        queue: u8,
+        /// Hard style (else Soft).
+        hard: bool,
+        /// executionTimeoutMilliSeconds (0: none, default 15 minutes).
+        timeout_ms: i64,
+        /// Number of task groups.
+        groups: u8,
+        /// Memory per placeholder.
+        memory: i64,
+        /// vcore per placeholder (milli).
+        vcore: i64,
+        /// Placeholders per group.
+        count: i32,
+    },
+    /// The real ask of one task group of a gang application (`real-{app}-tg{n}`),
+    /// as large as its placeholders or larger.
+    GangRealAsk {
+        /// Which gang application.
+        app: u32,
+        /// Which task group.
+        group: u8,
+        /// Larger than the placeholder.
+        larger: bool,
+    },
     /// Advances the virtual clock.
     Advance {
         /// By this many milliseconds.
@@ -161,7 +189,7 @@ fn pick(rng: &mut Rng) -> u32 {
 }
 
 fn one(rng: &mut Rng, node_ids: u64) -> Op {
-    let roll = rng.below(1000);
+    let roll = rng.below(1100);
     match roll {
         0..=29 => Op::NodeCreate {
             node: rng.below(node_ids) as u32,
@@ -220,6 +248,24 @@ fn one(rng: &mut Rng, node_ids: u64) -> Op {
         },
         830..=834 => Op::ReloadUnavailable,
         835..=849 => Op::ReRegister,
+        1000..=1039 => Op::GangAppAdd {
+            queue: rng.below(3) as u8,
+            hard: rng.chance(0.5),
+            timeout_ms: if rng.chance(0.5) {
+                5_000 + 5_000 * rng.below(12) as i64
+            } else {
+                0
+            },
+            groups: 1 + rng.below(2) as u8,
+            memory: 10 + 10 * rng.below(6) as i64,
+            vcore: 500 + 500 * rng.below(8) as i64,
+            count: 1 + rng.below(3) as i32,
+        },
+        1040..=1099 => Op::GangRealAsk {
+            app: pick(rng),
+            group: rng.below(2) as u8,
+            larger: rng.chance(0.2),
+        },
         _ => Op::Advance {
             millis: if rng.chance(0.3) {
                 31_000

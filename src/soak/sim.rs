@@ -18,7 +18,7 @@ use unisched_si as si;
 use super::callback::{Inbound, SoakCallback, SoakSource};
 use super::check;
 use super::configs;
-use super::model::{AllocModel, AskModel, Model, NodeModel, Size};
+use super::model::{AllocModel, AskMeta, AskModel, GangModel, Model, NodeModel, Size};
 use super::ops::{Op, QUEUES};
 
 /// The RM id the soak registers.
@@ -99,7 +99,40 @@ pub struct Sim {
     pub counts: Counts,
     /// Keep `AskUpdate` from leaving an ask with nothing pending.
     pub avoid_known_bugs: bool,
+    /// Asks may preempt and reloads include the preemption configurations.
+    pub gang_ops: bool,
     intents: Intents,
+    seed: u64,
+    step_no: usize,
+    /// Confirmations the slow RM sends later: (step due, allocation id).
+    confirm_queue: Vec<(usize, String)>,
+    /// Priority of every live allocation, as reported.
+    alloc_priority: BTreeMap<String, i32>,
+}
+
+const REPLACED: i32 = si::TerminationType::PlaceholderReplaced as i32;
+const PREEMPTED: i32 = si::TerminationType::PreemptedByScheduler as i32;
+
+/// When the RM confirms a core-initiated release of `id`: `Some(0)` at once,
+/// `Some(n)` after `n` steps, `None` never (a slow RM). Fixed by seed and id.
+fn confirm_delay(seed: u64, id: &str) -> Option<usize> {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ seed.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    for b in id.bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    match h % 20 {
+        0..=13 => Some(0),
+        14..=18 => Some(1 + (h / 20 % 5) as usize),
+        _ => None,
+    }
+}
+
+/// Apps `app-N` with N divisible by 3 send asks that may preempt others.
+fn preempting_app(app: &str) -> bool {
+    app.rsplit('-')
+        .next()
+        .and_then(|n| n.parse::<u64>().ok())
+        .is_some_and(|n| n % 3 == 0)
 }
 
 impl std::fmt::Debug for Sim {
@@ -146,7 +179,12 @@ impl Sim {
             next_ask: 0,
             counts: Counts::default(),
             avoid_known_bugs: false,
+            gang_ops: false,
             intents: Intents::default(),
+            seed,
+            step_no: 0,
+            confirm_queue: Vec::new(),
+            alloc_priority: BTreeMap::new(),
         };
         let mut violations = Vec::new();
         if let Err(e) = sim.register() {
@@ -223,6 +261,15 @@ impl Sim {
 
     /// Runs one operation as step `step` and returns every violation found.
     pub fn step(&mut self, step: usize, op: &Op) -> Vec<String> {
+        self.step_no = step;
+        let due: Vec<String> = self
+            .confirm_queue
+            .iter()
+            .filter(|(at, _)| *at <= step)
+            .map(|(_, id)| id.clone())
+            .collect();
+        self.confirm_queue.retain(|(at, _)| *at > step);
+        self.confirm(&due);
         let mut violations = self.send(op);
         violations.extend(self.finish_step(step));
         violations
@@ -238,6 +285,80 @@ impl Sim {
             priority,
             ..Default::default()
         }
+    }
+
+    /// An ask with the task group, placeholder flag and preemption policy it
+    /// was first sent with.
+    fn ask_meta(&self, app: &str, key: &str, size: Size, max: i32) -> si::AllocationAsk {
+        let meta = self
+            .model
+            .ask_meta
+            .get(&(app.to_string(), key.to_string()))
+            .cloned()
+            .unwrap_or_default();
+        let mut ask = Self::ask(app, key, size, max, meta.priority);
+        ask.task_group_name = meta.group;
+        ask.placeholder = meta.placeholder;
+        ask.preemption_policy = Some(si::PreemptionPolicy {
+            allow_preempt_self: true,
+            allow_preempt_other: meta.preempt_other,
+        });
+        ask
+    }
+
+    /// Sends the RM's confirmations of core-initiated releases still held.
+    fn confirm(&mut self, ids: &[String]) {
+        let mut rels = Vec::new();
+        for id in ids {
+            let (Some(&termination), Some(a)) =
+                (self.model.releasing.get(id), self.model.allocs.get(id))
+            else {
+                continue;
+            };
+            rels.push(si::AllocationRelease {
+                partition_name: PARTITION.to_string(),
+                application_id: a.app.clone(),
+                allocation_key: a.key.clone(),
+                allocation_id: id.clone(),
+                termination_type: termination,
+                message: "soak: RM confirms".to_string(),
+            });
+            self.model.release_confirmed(id);
+            self.alloc_priority.remove(id);
+        }
+        if rels.is_empty() {
+            return;
+        }
+        self.allocation(si::AllocationRequest {
+            releases: Some(si::AllocationReleasesRequest {
+                allocations_to_release: rels,
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+    }
+
+    /// An application request, with its gang settings when it has some.
+    fn gang_app(id: &str, queue: &str, gang: Option<&GangModel>) -> si::AddApplicationRequest {
+        let mut req = si::AddApplicationRequest {
+            application_id: id.to_string(),
+            queue_name: queue.to_string(),
+            partition_name: PARTITION.to_string(),
+            ugi: Some(si::UserGroupInformation {
+                user: "soak".to_string(),
+                groups: vec![],
+            }),
+            ..Default::default()
+        };
+        if let Some(g) = gang {
+            req.placeholder_ask = resource(&[
+                ("memory", g.placeholder_ask.0),
+                ("vcore", g.placeholder_ask.1),
+            ]);
+            req.gang_scheduling_style = if g.hard { "Hard" } else { "Soft" }.to_string();
+            req.execution_timeout_milli_seconds = g.timeout_ms;
+        }
+        req
     }
 
     fn send_asks(&self, asks: Vec<si::AllocationAsk>) {
@@ -386,6 +507,8 @@ impl Sim {
                 self.model.apps.remove(&id);
                 self.model.gone.insert(id.clone());
                 self.model.asks.retain(|(a, _), _| *a != id);
+                self.model.awaiting_real.retain(|(a, _), _| *a != id);
+                self.model.replacing.retain(|_, (a, _)| *a != id);
                 self.apps(si::ApplicationRequest {
                     remove: vec![si::RemoveApplicationRequest {
                         application_id: id,
@@ -411,8 +534,16 @@ impl Sim {
                     id,
                     self.model.asks.get(&(app.clone(), key.clone())).cloned(),
                 ));
+                self.model.ask_meta.insert(
+                    (app.clone(), key.clone()),
+                    AskMeta {
+                        preempt_other: self.gang_ops && preempting_app(&app),
+                        priority,
+                        ..Default::default()
+                    },
+                );
                 self.model.send_ask(&app, &key, (memory, vcore), max);
-                self.send_asks(vec![Self::ask(&app, &key, (memory, vcore), max, priority)]);
+                self.send_asks(vec![self.ask_meta(&app, &key, (memory, vcore), max)]);
             }
             Op::AskUpdate {
                 pick,
@@ -424,6 +555,11 @@ impl Sim {
                     return out;
                 };
                 let id = (app.clone(), key.clone());
+                if self.model.ask_meta.get(&id).is_some_and(|m| m.placeholder) {
+                    // Placeholder asks are not re-sized: their count is the gang's.
+                    return out;
+                }
+                self.model.ask_meta.entry(id.clone()).or_default().priority = 1;
                 let old = self.model.asks.get(&id).cloned();
                 let done = old.as_ref().map_or(0, |a| a.allocated_total as i32);
                 let max = if self.avoid_known_bugs {
@@ -433,7 +569,7 @@ impl Sim {
                 };
                 self.intents.ask_undo.push((id, old));
                 self.model.send_ask(&app, &key, (memory, vcore), max);
-                self.send_asks(vec![Self::ask(&app, &key, (memory, vcore), max, 1)]);
+                self.send_asks(vec![self.ask_meta(&app, &key, (memory, vcore), max)]);
             }
             Op::AskBad { app, kind } => {
                 let app = Model::nth(&self.model.apps, app).unwrap_or_default();
@@ -483,7 +619,12 @@ impl Sim {
                 }
             }
             Op::Reload { variant } => {
-                let text = configs::VALID[usize::from(variant) % configs::VALID.len()];
+                let valid = if self.gang_ops {
+                    configs::VALID.len()
+                } else {
+                    configs::PLAIN
+                };
+                let text = configs::VALID[usize::from(variant) % valid];
                 self.source.set(Ok(text.to_string()));
                 match self.sched.update_configuration(RM) {
                     Ok(()) => {
@@ -503,6 +644,86 @@ impl Sim {
                 );
             }
             Op::ReRegister => out.extend(self.reregister(self.next_ask.is_multiple_of(2))),
+            Op::GangAppAdd {
+                queue,
+                hard,
+                timeout_ms,
+                groups,
+                memory,
+                vcore,
+                count,
+            } => {
+                let id = format!("app-{}", self.next_app);
+                self.next_app += 1;
+                let queue = QUEUES[usize::from(queue) % 3].to_string();
+                let groups: Vec<(String, Size, i32)> = (0..groups.max(1))
+                    .map(|g| format!("tg{g}"))
+                    .map(|g| (g, (memory, vcore), count))
+                    .collect();
+                let n = i64::from(count) * groups.len() as i64;
+                let gang = GangModel {
+                    hard,
+                    timeout_ms,
+                    placeholder_ask: (memory * n, vcore * n),
+                    groups,
+                };
+                self.intents.apps.insert(id.clone(), queue.clone());
+                self.apps(si::ApplicationRequest {
+                    new: vec![Self::gang_app(&id, &queue, Some(&gang))],
+                    ..Default::default()
+                });
+                let mut asks = Vec::new();
+                for (g, size, count) in &gang.groups {
+                    let key = format!("ph-{id}-{g}");
+                    let ask_id = (id.clone(), key.clone());
+                    self.model.ask_meta.insert(
+                        ask_id.clone(),
+                        AskMeta {
+                            group: g.clone(),
+                            placeholder: true,
+                            ..Default::default()
+                        },
+                    );
+                    self.intents.ask_undo.push((ask_id, None));
+                    self.model.send_ask(&id, &key, *size, *count);
+                    asks.push(self.ask_meta(&id, &key, *size, *count));
+                }
+                self.model.gangs.insert(id, gang);
+                self.send_asks(asks);
+            }
+            Op::GangRealAsk { app, group, larger } => {
+                let live: BTreeMap<&String, &GangModel> = self
+                    .model
+                    .gangs
+                    .iter()
+                    .filter(|(a, _)| self.model.apps.contains_key(*a))
+                    .collect();
+                if live.is_empty() {
+                    return out;
+                }
+                let (app, gang) = live
+                    .iter()
+                    .nth(app as usize % live.len())
+                    .map(|(a, g)| ((*a).clone(), (*g).clone()))
+                    .expect("not empty");
+                let (g, size, count) = gang.groups[usize::from(group) % gang.groups.len()].clone();
+                let size = if larger { (size.0 + 10, size.1) } else { size };
+                let key = format!("real-{app}-{g}");
+                let id = (app.clone(), key.clone());
+                self.model.ask_meta.insert(
+                    id.clone(),
+                    AskMeta {
+                        group: g,
+                        preempt_other: preempting_app(&app),
+                        ..Default::default()
+                    },
+                );
+                self.intents
+                    .ask_undo
+                    .push((id.clone(), self.model.asks.get(&id).cloned()));
+                self.model.send_ask(&app, &key, size, count);
+                self.send_asks(vec![self.ask_meta(&app, &key, size, count)]);
+            }
             Op::Advance { millis } => {
                 self.clock.advance(Duration::from_millis(millis));
                 self.sched.wake();
@@ -554,20 +775,17 @@ impl Sim {
         }
         self.apps(si::ApplicationRequest {
             new: apps
-                .into_iter()
-                .map(|(id, queue)| si::AddApplicationRequest {
-                    application_id: id,
-                    queue_name: queue,
-                    partition_name: PARTITION.to_string(),
-                    ugi: Some(si::UserGroupInformation {
-                        user: "soak".to_string(),
-                        groups: vec![],
-                    }),
-                    ..Default::default()
-                })
+                .iter()
+                .map(|(id, queue)| Self::gang_app(id, queue, self.model.gangs.get(id)))
                 .collect(),
             ..Default::default()
         });
+        // The new core knows no release in flight: what the RM held is re-reported
+        // as running, and replacements in flight are lost with the old core.
+        self.model.releasing.clear();
+        self.model.replacing.clear();
+        self.model.awaiting_real.clear();
+        self.confirm_queue.clear();
         // Asks still wanting allocations go out with maxAllocations counting
         // the live ones, before or after the nodes carrying those allocations.
         let old_asks = std::mem::take(&mut self.model.asks);
@@ -586,7 +804,7 @@ impl Sim {
         }
         let asks: Vec<si::AllocationAsk> = resend
             .iter()
-            .map(|(app, key, size, max)| Self::ask(app, key, *size, *max, 0))
+            .map(|(app, key, size, max)| self.ask_meta(app, key, *size, *max))
             .collect();
         if asks_first {
             for (app, key, size, max) in &resend {
@@ -605,6 +823,18 @@ impl Sim {
                 .iter()
                 .filter(|(_, a)| a.node == id)
                 .map(|(aid, a)| si::Allocation {
+                    priority: self.alloc_priority.get(aid).copied().unwrap_or(0),
+                    placeholder: self
+                        .model
+                        .ask_meta
+                        .get(&(a.app.clone(), a.key.clone()))
+                        .is_some_and(|m| m.placeholder),
+                    task_group_name: self
+                        .model
+                        .ask_meta
+                        .get(&(a.app.clone(), a.key.clone()))
+                        .map(|m| m.group.clone())
+                        .unwrap_or_default(),
                     allocation_key: a.key.clone(),
                     resource_per_alloc: resource(&[("memory", a.size.0), ("vcore", a.size.1)]),
                     node_id: id.clone(),
@@ -664,14 +894,46 @@ impl Sim {
         let mut out = Vec::new();
         let mut new = Vec::new();
         let mut intents = std::mem::take(&mut self.intents);
-        for item in self.callback.take() {
-            match item {
-                Inbound::Node(r) => self.on_nodes(r, &mut intents),
-                Inbound::Application(r) => out.extend(self.on_apps(r, &mut intents)),
-                Inbound::Allocation(r) => {
-                    out.extend(self.on_allocations(r, &mut intents, &mut new))
+        let mut failed = Vec::new();
+        // Rounds: the RM confirms some core-initiated releases at once, which
+        // the core answers (a replacement's real allocation, a preemptor placed).
+        for _round in 0..32 {
+            let mut started = Vec::new();
+            for item in self.callback.take() {
+                match item {
+                    Inbound::Node(r) => self.on_nodes(r, &mut intents),
+                    Inbound::Application(r) => {
+                        failed.extend(
+                            r.updated
+                                .iter()
+                                .filter(|u| u.state == "Failed")
+                                .map(|u| u.application_id.clone()),
+                        );
+                        out.extend(self.on_apps(r, &mut intents))
+                    }
+                    Inbound::Allocation(r) => {
+                        out.extend(self.on_allocations(r, &mut intents, &mut new, &mut started))
+                    }
+                    Inbound::AskTimedOut(app, key) => self.model.release_ask(&app, &key),
                 }
             }
+            if started.is_empty() {
+                break;
+            }
+            out.extend(self.check_preemptions(&started));
+            let mut now = Vec::new();
+            for id in started {
+                match confirm_delay(self.seed, &id) {
+                    Some(0) => now.push(id),
+                    Some(n) => self.confirm_queue.push((step + n, id)),
+                    None => {}
+                }
+            }
+            if now.is_empty() {
+                break;
+            }
+            self.confirm(&now);
+            self.sched.settle();
         }
         if let Some(key) = intents.ask_rejection {
             out.push(format!("bad ask {key} was not rejected"));
@@ -685,10 +947,106 @@ impl Sim {
             out.push("partition default is missing".to_string());
             return out;
         };
+        for app in failed {
+            // A failed (hard gang) application keeps nothing, placeholders included.
+            let left: Vec<_> = self
+                .model
+                .allocs
+                .values()
+                .filter(|a| a.app == app)
+                .collect();
+            let core = snap
+                .allocations
+                .iter()
+                .filter(|a| a.application_id == app)
+                .count();
+            if !left.is_empty() || core > 0 {
+                out.push(format!(
+                    "application {app} Failed with allocations left: RM {left:?}, core {core}"
+                ));
+            }
+        }
         out.extend(self.model.compare(&snap));
         out.extend(check::invariants(&snap, step));
         out.extend(check::limits(&snap, &new));
-        out.extend(check::liveness(&snap, self.predicates));
+        out.extend(check::liveness_except(
+            &snap,
+            self.predicates,
+            &self.gang_waiting(),
+        ));
+        out
+    }
+
+    /// Real asks that wait for a placeholder of their task group to replace
+    /// (one is pending or allocated, or a replacement is in flight): the
+    /// core does not schedule them normally, so liveness does not judge them.
+    fn gang_waiting(&self) -> BTreeSet<(String, String)> {
+        let m = &self.model;
+        let mut out = BTreeSet::new();
+        for (id, meta) in &m.ask_meta {
+            if meta.placeholder || meta.group.is_empty() || !m.asks.contains_key(id) {
+                continue;
+            }
+            let placeholders = m.asks.iter().any(|(pid, a)| {
+                pid.0 == id.0
+                    && (a.pending > 0 || a.live > 0)
+                    && m.ask_meta
+                        .get(pid)
+                        .is_some_and(|p| p.placeholder && p.group == meta.group)
+            });
+            let in_flight =
+                m.replacing.values().any(|r| r == id) || m.awaiting_real.contains_key(id);
+            if placeholders || in_flight {
+                out.insert(id.clone());
+            }
+        }
+        out
+    }
+
+    /// Preemption laws for victims just released: the node is reserved for
+    /// the asker, which is of another application and has at least the
+    /// victim's priority.
+    fn check_preemptions(&self, started: &[String]) -> Vec<String> {
+        let mut out = Vec::new();
+        let victims: Vec<&String> = started
+            .iter()
+            .filter(|id| self.model.releasing.get(*id) == Some(&PREEMPTED))
+            .collect();
+        if victims.is_empty() {
+            return out;
+        }
+        let Some(snap) = self.snapshot() else {
+            return out;
+        };
+        for id in victims {
+            let Some(v) = self.model.allocs.get(id) else {
+                continue;
+            };
+            let Some(key) = snap.node(&v.node).and_then(|n| n.reserved_by.clone()) else {
+                continue;
+            };
+            let asker = snap.applications.iter().find_map(|a| {
+                a.pending_asks
+                    .iter()
+                    .find(|k| k.allocation_key == key && k.reserved_node.as_ref() == Some(&v.node))
+                    .map(|k| (a.id.clone(), k.priority))
+            });
+            let Some((app, priority)) = asker else {
+                continue;
+            };
+            let vp = self.alloc_priority.get(id).copied().unwrap_or(0);
+            if app == v.app {
+                out.push(format!(
+                    "allocation {id} of {app} preempted for ask {key} of its own application"
+                ));
+            }
+            if vp > priority {
+                out.push(format!(
+                    "allocation {id} of {} (priority {vp}) preempted for ask {key} of {app} with lower priority {priority}",
+                    v.app
+                ));
+            }
+        }
         out
     }
 
@@ -758,11 +1116,14 @@ impl Sim {
         r: si::AllocationResponse,
         intents: &mut Intents,
         new: &mut Vec<(String, String)>,
+        started: &mut Vec<String>,
     ) -> Vec<String> {
         let mut out = Vec::new();
         for a in r.new {
             self.counts.allocations += 1;
             new.push((a.node_id.clone(), a.application_id.clone()));
+            self.alloc_priority
+                .insert(a.allocation_id.clone(), a.priority);
             let alloc = AllocModel {
                 key: a.allocation_key,
                 app: a.application_id,
@@ -774,7 +1135,18 @@ impl Sim {
             }
         }
         for rel in r.released {
+            let t = rel.termination_type;
+            let first = !self.model.releasing.contains_key(&rel.allocation_id);
+            if (t == REPLACED || t == PREEMPTED) && first {
+                // Core-initiated: the allocation stays until the RM confirms.
+                match self.model.release_started(&rel.allocation_id, t) {
+                    Ok(()) => started.push(rel.allocation_id),
+                    Err(e) => out.push(e),
+                }
+                continue;
+            }
             self.counts.releases += 1;
+            self.alloc_priority.remove(&rel.allocation_id);
             if let Err(e) = self.model.released(&rel.allocation_id) {
                 out.push(e);
             }
