@@ -224,6 +224,9 @@ impl Partition {
         let a = &mut self.asks[ask];
         let order_key = a.order_key(ask);
         a.pending -= 1;
+        // Counted as made now, so an update of the ask while the RM confirms
+        // the placeholder's release cannot ask for one allocation too many.
+        a.allocated_total += 1;
         let (res, done) = (a.resource, a.pending == 0);
         if done && self.apps[app].pending_order.remove(&order_key) {
             self.pending_ask_removed();
@@ -232,10 +235,28 @@ impl Partition {
         self.remove_pending(app, &res);
     }
 
+    /// The RM released a real ask while a placeholder's release for it was in
+    /// flight: the placeholder still goes when confirmed, but nothing takes its
+    /// place and the ask is not given its allocation back.
+    pub(super) fn forget_replacements_for(&mut self, app: AppId, key: &str) {
+        if self.apps[app].gang.is_none() {
+            return;
+        }
+        for id in self.app_allocations(app) {
+            if let Some(r) = self.allocs[id].releasing.as_mut()
+                && r.replacement.as_deref() == Some(key)
+            {
+                r.replacement = None;
+            }
+        }
+    }
+
     /// Undoes `take_one_pending` (a replacement or preemption fell through).
     pub(super) fn give_back_pending(&mut self, app: AppId, ask: AskId) {
         self.remove_pending_of_ask(ask);
-        self.asks[ask].pending += 1;
+        let a = &mut self.asks[ask];
+        a.pending += 1;
+        a.allocated_total = a.allocated_total.saturating_sub(1);
         self.add_pending_of_ask(ask);
         self.rekey_app(app);
     }
@@ -330,8 +351,7 @@ impl Partition {
         };
         let mut table = NameTable::default();
         table.refresh(&self.names);
-        let a = &mut self.asks[ask];
-        a.allocated_total += 1;
+        let a = &self.asks[ask];
         let mut number = a.next_id;
         let mut id_text = format!("{key}-{number}");
         while self.alloc_by_id.contains_key(id_text.as_str()) {

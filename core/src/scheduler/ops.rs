@@ -598,6 +598,8 @@ impl Partition {
         if self.asks[id].placeholder {
             self.gang_placeholder_ask_dropped(id);
         }
+        let (app, key) = (self.asks[id].app, self.asks[id].key.clone());
+        self.forget_replacements_for(app, &key);
         self.remove_pending_of_ask(id);
         self.unreserve(id);
         let a = &mut self.asks[id];
