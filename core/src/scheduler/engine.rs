@@ -742,20 +742,14 @@ impl Engine {
 }
 
 fn send_outbox(dispatcher: &Dispatcher, out: super::partition::Outbox) {
-    if !out.node.accepted.is_empty() || !out.node.rejected.is_empty() {
+    let (nodes, apps, allocs) = (out.has_node(), out.has_application(), out.has_allocation());
+    if nodes {
         dispatcher.send(Outgoing::Node(out.node));
     }
-    let app = &out.application;
-    if !app.accepted.is_empty() || !app.rejected.is_empty() || !app.updated.is_empty() {
+    if apps {
         dispatcher.send(Outgoing::Application(out.application));
     }
-    let a = &out.allocation;
-    if !(a.new.is_empty()
-        && a.released.is_empty()
-        && a.released_asks.is_empty()
-        && a.rejected.is_empty()
-        && a.rejected_allocations.is_empty())
-    {
+    if allocs {
         dispatcher.send(Outgoing::Allocation(out.allocation));
     }
     for s in out.states {

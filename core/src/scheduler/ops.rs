@@ -190,7 +190,10 @@ impl Partition {
 
     fn apply_child_template(&mut self, parent: QueueId, child: QueueId) {
         let parent_path = self.queues[parent].path.to_string();
-        let template = find_queue_config(&self.config.root, &parent_path, None)
+        let template = self
+            .config
+            .root
+            .find(&parent_path)
             .and_then(|c| c.child_template.clone());
         let inherited = self.queues[parent].properties.clone();
         let q = &mut self.queues[child];
@@ -1256,24 +1259,4 @@ impl crate::config::placement::QueueLookup for PartitionQueues<'_> {
             .get(path)
             .is_some_and(|&id| self.0.submit_allowed(id, user, groups))
     }
-}
-
-fn find_queue_config<'a>(
-    q: &'a crate::config::QueueConfig,
-    path: &str,
-    prefix: Option<&str>,
-) -> Option<&'a crate::config::QueueConfig> {
-    let here = match prefix {
-        Some(p) => format!("{p}.{}", q.name),
-        None => q.name.clone(),
-    };
-    if here == path {
-        return Some(q);
-    }
-    if !path.starts_with(&format!("{here}.")) {
-        return None;
-    }
-    q.queues
-        .iter()
-        .find_map(|c| find_queue_config(c, path, Some(&here)))
 }

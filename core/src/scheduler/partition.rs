@@ -43,19 +43,32 @@ pub struct Outbox {
 impl Outbox {
     /// True when nothing is waiting.
     pub fn is_empty(&self) -> bool {
+        !self.has_allocation()
+            && !self.has_application()
+            && !self.has_node()
+            && self.events.is_empty()
+            && self.states.is_empty()
+    }
+
+    /// True when the allocation response carries anything.
+    pub fn has_allocation(&self) -> bool {
         let a = &self.allocation;
-        a.new.is_empty()
+        !(a.new.is_empty()
             && a.released.is_empty()
             && a.released_asks.is_empty()
             && a.rejected.is_empty()
-            && a.rejected_allocations.is_empty()
-            && self.application.accepted.is_empty()
-            && self.application.rejected.is_empty()
-            && self.application.updated.is_empty()
-            && self.node.accepted.is_empty()
-            && self.node.rejected.is_empty()
-            && self.events.is_empty()
-            && self.states.is_empty()
+            && a.rejected_allocations.is_empty())
+    }
+
+    /// True when the application response carries anything.
+    pub fn has_application(&self) -> bool {
+        let a = &self.application;
+        !(a.accepted.is_empty() && a.rejected.is_empty() && a.updated.is_empty())
+    }
+
+    /// True when the node response carries anything.
+    pub fn has_node(&self) -> bool {
+        !(self.node.accepted.is_empty() && self.node.rejected.is_empty())
     }
 
     /// Records an event.
