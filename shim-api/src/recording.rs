@@ -30,6 +30,11 @@ pub struct Recorded {
     pub configurations: Vec<si::UpdateConfigurationRequest>,
     /// Number of allocations received in `allocation_responses`.
     pub allocation_count: usize,
+    /// Number of events received (also those a counting-only callback drops).
+    pub event_count: usize,
+    /// Number of container scheduling state updates received (also those a
+    /// counting-only callback drops).
+    pub scheduling_state_count: usize,
 }
 
 impl Recorded {
@@ -104,7 +109,7 @@ pub struct RecordingCallback {
     recorded: Mutex<Recorded>,
     changed: Condvar,
     predicate_rule: Option<PredicateRule>,
-    keep_allocations: Option<bool>,
+    counting_only: bool,
 }
 
 impl std::fmt::Debug for RecordingCallback {
@@ -129,11 +134,12 @@ impl RecordingCallback {
         }
     }
 
-    /// A callback that counts allocations without keeping the responses (for
-    /// benchmarks where keeping them would distort memory figures).
+    /// A callback that counts allocations, events and container scheduling
+    /// states without keeping them (for benchmarks, where the RM's copies
+    /// would be counted as the core's memory). Other responses are kept.
     pub fn counting_only() -> Self {
         Self {
-            keep_allocations: Some(false),
+            counting_only: true,
             ..Self::default()
         }
     }
@@ -189,7 +195,7 @@ impl RecordingCallback {
 
 impl ResourceManagerCallback for RecordingCallback {
     fn update_allocation(&self, response: si::AllocationResponse) -> CallbackResult<()> {
-        let keep = self.keep_allocations.unwrap_or(true);
+        let keep = !self.counting_only;
         self.record(|r| {
             r.allocation_count += response.new.len();
             if keep {
@@ -225,7 +231,13 @@ impl ResourceManagerCallback for RecordingCallback {
     }
 
     fn send_event(&self, events: Vec<si::EventRecord>) -> CallbackResult<()> {
-        self.record(|r| r.events.extend(events));
+        let keep = !self.counting_only;
+        self.record(|r| {
+            r.event_count += events.len();
+            if keep {
+                r.events.extend(events);
+            }
+        });
         Ok(())
     }
 
@@ -233,7 +245,13 @@ impl ResourceManagerCallback for RecordingCallback {
         &self,
         request: si::UpdateContainerSchedulingStateRequest,
     ) -> CallbackResult<()> {
-        self.record(|r| r.scheduling_states.push(request));
+        let keep = !self.counting_only;
+        self.record(|r| {
+            r.scheduling_state_count += 1;
+            if keep {
+                r.scheduling_states.push(request);
+            }
+        });
         Ok(())
     }
 

@@ -138,7 +138,7 @@ impl Partition {
 
     fn try_reserved_ask(&mut self, ask: AskId, ctx: &mut PassContext<'_>) {
         let Some(a) = self.asks.get(ask) else { return };
-        let (app, res, reserved) = (a.app, a.resource, a.reserved_node);
+        let (app, res, reserved) = (a.app, *a.resource, a.reserved_node);
         if a.pending == 0 || !self.apps[app].state_allows_scheduling() {
             return;
         }
@@ -251,7 +251,7 @@ impl Partition {
         if self.apps[app].gang.is_some() && self.gang_waits(app, ask) {
             return self.try_replace(app, ask, ctx);
         }
-        let res = self.asks[ask].resource;
+        let res = *self.asks[ask].resource;
         let leaf = self.apps[app].queue;
         if ctx
             .headroom_memo
@@ -329,7 +329,7 @@ impl Partition {
     fn find_node(&mut self, ask: AskId, res: &Resource, ctx: &PassContext<'_>) -> NodeSearch {
         // An ask naming its node (as daemon sets do) goes there or nowhere; its
         // failure says nothing about other asks, so it is never "clean".
-        if let Some(required) = self.asks[ask].tags.get(super::preempt::REQUIRED_NODE_TAG) {
+        if let Some(required) = self.asks[ask].tags().get(super::preempt::REQUIRED_NODE_TAG) {
             let fits = self
                 .node_by_id
                 .get(required.as_str())
@@ -387,7 +387,7 @@ impl Partition {
         // A required-node ask waits for (or preempts on) its node; it does not
         // hold another one.
         if self.asks[ask]
-            .tags
+            .tags()
             .contains_key(super::preempt::REQUIRED_NODE_TAG)
         {
             return;
@@ -456,15 +456,18 @@ impl Partition {
         a.allocated_total += 1;
         let number = a.next_id;
         let done = a.pending == 0;
-        let (key, res, priority) = (a.key.clone(), a.resource, a.priority);
+        let (key, res, priority) = (a.key.clone(), *a.resource, a.priority);
         let (placeholder, task_group, originator) =
-            (a.placeholder, a.task_group.clone(), a.originator);
+            (a.placeholder, a.task_group().to_string(), a.originator);
         let preemption = si::PreemptionPolicy {
             allow_preempt_self: a.allow_preempt_self,
             allow_preempt_other: a.allow_preempt_other,
         };
-        let tags: std::collections::HashMap<String, String> =
-            a.tags.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        let tags: std::collections::HashMap<String, String> = a
+            .tags()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
         let had_state = a.reported_state;
         if done && self.apps[app].pending_order.remove(&order_key) {
             self.pending_ask_removed();

@@ -132,7 +132,10 @@ impl Partition {
     /// Counts a new placeholder ask in its task group and starts the
     /// placeholder timer if it is not running.
     pub(super) fn gang_placeholder_asked(&mut self, app: AppId, ask: AskId, now: u64) {
-        let (group, wanted) = (self.asks[ask].task_group.clone(), self.asks[ask].pending);
+        let (group, wanted) = (
+            self.asks[ask].task_group().to_string(),
+            self.asks[ask].pending,
+        );
         let gang = self.apps[app]
             .gang
             .get_or_insert_with(|| Box::new(Gang::new(false, 0)));
@@ -149,13 +152,13 @@ impl Partition {
     /// to replace: it must not be scheduled normally.
     pub(super) fn gang_waits(&self, app: AppId, ask: AskId) -> bool {
         let a = &self.asks[ask];
-        if a.placeholder || a.task_group.is_empty() {
+        if a.placeholder || a.task_group().is_empty() {
             return false;
         }
         self.apps[app]
             .gang
             .as_ref()
-            .and_then(|g| g.groups.get(&a.task_group))
+            .and_then(|g| g.groups.get(a.task_group()))
             .is_some_and(|c| c.outstanding() > 0)
     }
 
@@ -165,7 +168,7 @@ impl Partition {
             .asks
             .values()
             .map(|&a| &self.asks[a])
-            .filter(|a| a.placeholder && group.is_none_or(|g| a.task_group == g))
+            .filter(|a| a.placeholder && group.is_none_or(|g| a.task_group() == g))
             .flat_map(|a| a.allocs.iter().copied())
             .filter(|&al| self.allocs[al].releasing.is_none())
             .collect();
@@ -181,9 +184,9 @@ impl Partition {
         ask: AskId,
         ctx: &mut PassContext<'_>,
     ) -> bool {
-        let group = self.asks[ask].task_group.clone();
+        let group = self.asks[ask].task_group().to_string();
         for ph in self.live_placeholders(app, Some(&group)) {
-            let res = self.asks[ask].resource;
+            let res = *self.asks[ask].resource;
             if !res.fits_in(&self.allocs[ph].resource) {
                 self.release_allocation(
                     ph,
@@ -227,7 +230,7 @@ impl Partition {
         // Counted as made now, so an update of the ask while the RM confirms
         // the placeholder's release cannot ask for one allocation too many.
         a.allocated_total += 1;
-        let (res, done) = (a.resource, a.pending == 0);
+        let (res, done) = (*a.resource, a.pending == 0);
         if done && self.apps[app].pending_order.remove(&order_key) {
             self.pending_ask_removed();
         }
@@ -338,7 +341,7 @@ impl Partition {
         if let Some(c) = self.apps[app]
             .gang
             .as_mut()
-            .and_then(|g| g.groups.get_mut(&a.task_group))
+            .and_then(|g| g.groups.get_mut(a.task_group()))
         {
             c.gone = c.gone.saturating_add(pending);
         }
@@ -363,13 +366,17 @@ impl Partition {
         let a = &self.asks[ask];
         let wire = si::Allocation {
             allocation_key: key.to_string(),
-            allocation_tags: a.tags.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            allocation_tags: a
+                .tags()
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
             resource_per_alloc: Some(table.to_si(&a.resource)),
             priority: a.priority,
             node_id: self.nodes[node].id.to_string(),
             application_id: self.apps[app].id.to_string(),
             partition_name,
-            task_group_name: a.task_group.clone(),
+            task_group_name: a.task_group().to_string(),
             placeholder: false,
             allocation_id: id_text.clone(),
             originator: a.originator,
@@ -378,7 +385,7 @@ impl Partition {
                 allow_preempt_other: a.allow_preempt_other,
             }),
         };
-        let res = a.resource;
+        let res = *a.resource;
         self.insert_allocation(app, ask, node, Arc::from(id_text.as_str()), res, &wire, now);
         self.outbox.allocation.new.push(wire);
         if self.asks[ask].reported_state != 0 {

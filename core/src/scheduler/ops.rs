@@ -510,10 +510,10 @@ impl Partition {
             Some(id) => {
                 self.remove_pending_of_ask(id);
                 let a = &mut self.asks[id];
-                a.resource = resource;
+                a.resource = self.sizes.intern(resource);
                 a.priority = ask.priority;
                 a.pending = wanted.saturating_sub(a.allocated_total);
-                a.tags = ask.tags.into_iter().collect();
+                a.set_tags(ask.tags.into_iter().collect());
                 if a.pending == 0 {
                     self.unreserve(id);
                 }
@@ -528,6 +528,7 @@ impl Partition {
                     allow_preempt_self: true,
                     allow_preempt_other: false,
                 });
+                let resource = self.sizes.intern(resource);
                 let id = self.asks.insert(Ask {
                     key: key.clone(),
                     app,
@@ -539,8 +540,7 @@ impl Partition {
                     priority: ask.priority,
                     seq,
                     created: now,
-                    tags: ask.tags.into_iter().collect(),
-                    task_group: ask.task_group_name,
+                    extra: AskExtra::boxed(ask.tags.into_iter().collect(), ask.task_group_name),
                     placeholder: ask.placeholder,
                     originator: ask.originator,
                     allow_preempt_self: pref.allow_preempt_self,
@@ -576,7 +576,7 @@ impl Partition {
             a.resource.times(i64::from(a.pending)),
             a.order_key(id),
         );
-        let res = a.resource;
+        let res = *a.resource;
         if self.apps[app].pending_order.insert(key) {
             self.pending_ask_added(&res);
         }
@@ -880,6 +880,7 @@ impl Partition {
             None => {
                 let seq = self.seq();
                 let pref = alloc.preemption_policy.unwrap_or_default();
+                let resource = self.sizes.intern(resource);
                 let ask = self.asks.insert(Ask {
                     key: key.clone(),
                     app,
@@ -891,12 +892,14 @@ impl Partition {
                     priority: alloc.priority,
                     seq,
                     created: now,
-                    tags: alloc
-                        .allocation_tags
-                        .iter()
-                        .map(|(k, v)| (k.clone(), v.clone()))
-                        .collect(),
-                    task_group: alloc.task_group_name.clone(),
+                    extra: AskExtra::boxed(
+                        alloc
+                            .allocation_tags
+                            .iter()
+                            .map(|(k, v)| (k.clone(), v.clone()))
+                            .collect(),
+                        alloc.task_group_name.clone(),
+                    ),
                     placeholder: alloc.placeholder,
                     originator: alloc.originator,
                     allow_preempt_self: pref.allow_preempt_self,

@@ -130,6 +130,8 @@ pub struct Partition {
     pub completed_apps: VecDeque<CompletedApp>,
     /// Asks.
     pub asks: Slab<Ask>,
+    /// The distinct ask sizes the asks point at.
+    pub sizes: Sizes,
     /// Allocations.
     pub allocs: Slab<Allocation>,
     /// Allocation by id.
@@ -209,6 +211,7 @@ impl Partition {
             app_by_id: FastMap::default(),
             completed_apps: VecDeque::new(),
             asks: Slab::new(),
+            sizes: Sizes::default(),
             allocs: Slab::new(),
             alloc_by_id: FastMap::default(),
             nodes: Slab::new(),

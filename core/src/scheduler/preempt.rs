@@ -53,12 +53,12 @@ impl Partition {
             ctx.wake_at(due);
             return false;
         }
-        let res = a.resource;
+        let res = *a.resource;
         // Law: only an ask whose queue stays within its guarantee may preempt.
         if !self.within_guarantee(leaf, &res) {
             return false;
         }
-        let required = a.tags.get(REQUIRED_NODE_TAG).cloned();
+        let required = a.tags().get(REQUIRED_NODE_TAG).cloned();
         let nodes: Vec<NodeId> = match &required {
             Some(id) => self
                 .node_by_id
