@@ -3,6 +3,7 @@
 //! submission→callback latency, as a table or as JSON.
 
 pub mod pending;
+pub mod sustained;
 
 use std::fmt::Write as _;
 use std::time::Duration;

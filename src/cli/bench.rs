@@ -52,6 +52,18 @@ pub struct BenchArgs {
     /// nodes and report the resident memory they take per ask.
     #[arg(long, value_name = "ASKS")]
     pub pending_memory: Option<usize>,
+    /// Instead of a workload: submit this many asks per second (one call per
+    /// millisecond) to W1's cluster for `--seconds` and report the latency
+    /// from submission to allocation callback.
+    #[arg(long, value_name = "ASKS_PER_SEC")]
+    pub rate: Option<u64>,
+    /// Instead of one workload: W1 over a grid of node counts (500 to 50,000)
+    /// and ask counts (10,000 to 1,000,000), reporting time per allocation.
+    #[arg(long, conflicts_with_all = ["rate", "pending_memory"])]
+    pub growth: bool,
+    /// How long `--rate` keeps submitting.
+    #[arg(long, default_value_t = 3.0, requires = "rate")]
+    pub seconds: f64,
 }
 
 /// Runs `bench`.
@@ -74,6 +86,12 @@ pub fn run(args: BenchArgs) -> ExitCode {
                 ExitCode::FAILURE
             }
         };
+    }
+    if let Some(rate) = args.rate {
+        return run_sustained(&args, rate);
+    }
+    if args.growth {
+        return run_growth(&args);
     }
     let kinds: Vec<WorkloadKind> = match args.workload {
         WorkloadArg::W1 => vec![WorkloadKind::W1],
@@ -122,6 +140,93 @@ pub fn run(args: BenchArgs) -> ExitCode {
         }
     } else {
         print!("{}", bench::format_table(&reports));
+    }
+    ExitCode::SUCCESS
+}
+
+/// Runs `bench --rate`: one sustained-rate run per repeat.
+fn run_sustained(args: &BenchArgs, rate: u64) -> ExitCode {
+    if rate == 0 || !(args.seconds > 0.0 && args.seconds.is_finite()) {
+        eprintln!("bench: --rate and --seconds must be positive");
+        return ExitCode::from(2);
+    }
+    let options = bench::sustained::SustainedOptions {
+        rate,
+        duration: Duration::from_secs_f64(args.seconds),
+        nodes: args.nodes.unwrap_or(if args.quick { 50 } else { 5_000 }),
+        tick: Duration::from_millis(1),
+        timeout: Duration::from_secs(args.timeout),
+    };
+    if !args.json {
+        println!(
+            "{:>9} {:>11} {:>8} {:>6} {:>8} {:>8} {:>9} {:>8}",
+            "rate", "achieved", "asks", "nodes", "p50 ms", "p99 ms", "p99.9 ms", "max ms"
+        );
+    }
+    for _ in 0..args.repeat.max(1) {
+        match bench::sustained::run(&options) {
+            Ok(r) if args.json => {
+                println!("{}", serde_json::to_string(&r).unwrap_or_default());
+            }
+            Ok(r) => println!(
+                "{:>9} {:>11.0} {:>8} {:>6} {:>8.3} {:>8.3} {:>9.3} {:>8.3}",
+                r.rate,
+                r.achieved_rate,
+                r.asks,
+                r.nodes,
+                r.latency_p50_ms,
+                r.latency_p99_ms,
+                r.latency_p999_ms,
+                r.latency_max_ms
+            ),
+            Err(e) => {
+                eprintln!("bench: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+/// Runs `bench --growth`: W1's cost per allocation as nodes and asks grow.
+fn run_growth(args: &BenchArgs) -> ExitCode {
+    let (nodes, asks): (&[usize], &[usize]) = if args.quick {
+        (&[50, 500], &[1_000, 5_000])
+    } else {
+        (&[500, 5_000, 50_000], &[10_000, 100_000, 1_000_000])
+    };
+    println!(
+        "{:>7} {:>9} {:>12} {:>12} {:>12} {:>10}",
+        "nodes", "asks", "allocs/s med", "ns/alloc", "wall ms", "rss MiB"
+    );
+    for &n in nodes {
+        for &p in asks {
+            let options = BenchOptions {
+                kind: WorkloadKind::W1,
+                nodes: Some(n),
+                asks: Some(p),
+                repeat: args.repeat.max(1),
+                quick: false,
+                seed: args.seed,
+                timeout: Duration::from_secs(args.timeout),
+            };
+            match bench::run(&options, |_| {}) {
+                Ok(r) => println!(
+                    "{:>7} {:>9} {:>12.0} {:>12.0} {:>12.2} {:>10}",
+                    n,
+                    p,
+                    r.allocations_per_second.median,
+                    1e9 / r.allocations_per_second.median.max(1e-9),
+                    r.wall_ms.median,
+                    r.peak_rss_mib
+                        .map_or_else(|| "n/a".to_string(), |m| format!("{m:.1}")),
+                ),
+                Err(err) => {
+                    eprintln!("error: W1 {n} x {p}: {err}");
+                    return ExitCode::FAILURE;
+                }
+            }
+        }
     }
     ExitCode::SUCCESS
 }
