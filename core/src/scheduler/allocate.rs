@@ -456,7 +456,7 @@ impl Partition {
         a.allocated_total += 1;
         let number = a.next_id;
         let done = a.pending == 0;
-        let (key, res, priority) = (a.key.clone(), *a.resource, a.priority);
+        let (res, priority) = (*a.resource, a.priority);
         let (placeholder, task_group, originator) =
             (a.placeholder, a.task_group().to_string(), a.originator);
         let preemption = si::PreemptionPolicy {
@@ -476,15 +476,17 @@ impl Partition {
         self.remove_pending(app, &res);
         // Recovered allocations may hold ids of this ask: never collide.
         let mut number = number;
-        let mut id_text = allocation_id(&key, number);
+        let key = &self.asks[ask].key;
+        let mut id_text = allocation_id(key, number);
         while self.alloc_by_id.contains_key(id_text.as_str()) {
             number += 1;
-            id_text = allocation_id(&key, number);
+            id_text = allocation_id(key, number);
         }
+        let allocation_key = key.to_string();
         self.asks[ask].next_id = number + 1;
         let id: std::sync::Arc<str> = std::sync::Arc::from(id_text.as_str());
         let wire = si::Allocation {
-            allocation_key: key.to_string(),
+            allocation_key,
             allocation_tags: tags,
             resource_per_alloc: Some(ctx.names.to_si(&res)),
             priority,

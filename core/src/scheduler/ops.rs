@@ -946,7 +946,7 @@ impl Partition {
         self.add_usage(app, node, &resource);
         let key = self.asks[ask].key.clone();
         let alloc = self.allocs.insert(Allocation {
-            key: key.clone(),
+            key,
             id: id.clone(),
             app,
             node,
