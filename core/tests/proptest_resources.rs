@@ -13,7 +13,38 @@ fn small_resource() -> impl Strategy<Value = Resource> {
     prop::array::uniform16(0i64..1_000_000).prop_map(Resource)
 }
 
+/// Values that often sit at or near the ends of `i64`, where saturation matters.
+fn edge_resource() -> impl Strategy<Value = Resource> {
+    let lane = prop_oneof![
+        any::<i64>(),
+        Just(i64::MAX),
+        Just(i64::MIN),
+        (i64::MAX - 1000)..=i64::MAX,
+        i64::MIN..=(i64::MIN + 1000),
+        -1000i64..1000,
+    ];
+    prop::array::uniform16(lane).prop_map(Resource)
+}
+
 proptest! {
+    #[test]
+    fn plus_and_minus_saturate_lane_by_lane(a in edge_resource(), b in edge_resource()) {
+        let mut sum = Resource::ZERO;
+        let mut diff = Resource::ZERO;
+        for i in 0..MAX_RESOURCE_TYPES {
+            sum.0[i] = a.0[i].saturating_add(b.0[i]);
+            diff.0[i] = a.0[i].saturating_sub(b.0[i]);
+        }
+        prop_assert_eq!(a.plus(&b), sum);
+        prop_assert_eq!(a.minus(&b), diff);
+        let mut x = a;
+        x.add_assign(&b);
+        prop_assert_eq!(x, sum);
+        let mut y = a;
+        y.sub_assign(&b);
+        prop_assert_eq!(y, diff);
+    }
+
     #[test]
     fn checked_add_and_sub_never_panic_and_are_exact(a in any_resource(), b in any_resource()) {
         let wide = |f: fn(i128, i128) -> i128| -> Option<Resource> {
