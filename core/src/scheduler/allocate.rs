@@ -50,6 +50,10 @@ pub struct PassContext<'a> {
     reserve_memo: Vec<Resource>,
     /// (leaf, size) pairs that failed the headroom check in this pass.
     headroom_memo: Vec<(QueueId, Resource)>,
+    /// The wire form of the last size allocated: asks share interned sizes,
+    /// so consecutive allocations mostly repeat it, and cloning the map is
+    /// cheaper than building and hashing it again.
+    last_wire: Option<(std::sync::Arc<Resource>, si::Resource)>,
 }
 
 impl<'a> PassContext<'a> {
@@ -74,6 +78,19 @@ impl<'a> PassContext<'a> {
             node_memo: Vec::new(),
             reserve_memo: Vec::new(),
             headroom_memo: Vec::new(),
+            last_wire: None,
+        }
+    }
+
+    /// The wire form of an interned ask size.
+    fn wire_size(&mut self, size: &std::sync::Arc<Resource>) -> si::Resource {
+        match &self.last_wire {
+            Some((last, wire)) if std::sync::Arc::ptr_eq(last, size) => wire.clone(),
+            _ => {
+                let wire = self.names.to_si(size);
+                self.last_wire = Some((size.clone(), wire.clone()));
+                wire
+            }
         }
     }
 
@@ -457,6 +474,7 @@ impl Partition {
         let number = a.next_id;
         let done = a.pending == 0;
         let (res, priority) = (*a.resource, a.priority);
+        let resource_wire = ctx.wire_size(&a.resource);
         let (placeholder, task_group, originator) =
             (a.placeholder, a.task_group().to_string(), a.originator);
         let preemption = si::PreemptionPolicy {
@@ -488,7 +506,7 @@ impl Partition {
         let wire = si::Allocation {
             allocation_key,
             allocation_tags: tags,
-            resource_per_alloc: Some(ctx.names.to_si(&res)),
+            resource_per_alloc: Some(resource_wire),
             priority,
             node_id: self.nodes[node].id.to_string(),
             application_id: self.apps[app].id.to_string(),

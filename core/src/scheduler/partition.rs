@@ -379,12 +379,13 @@ impl Partition {
     }
 
     fn track_limits(&mut self, app: AppId, res: &Resource, add: bool) {
+        // Borrowed, not cloned: this runs for every allocation.
         let a = &self.apps[app];
-        let (user, group) = (a.user.clone(), a.limit_group.clone());
+        let (user, group) = (&a.user, a.limit_group.as_ref());
         let mut q = Some(a.queue);
         while let Some(id) = q {
             if let Some(l) = self.queues[id].limits.as_mut() {
-                l.track_resource(&user, group.as_ref(), res, add);
+                l.track_resource(user, group, res, add);
             }
             q = self.queues[id].parent;
         }
