@@ -26,6 +26,8 @@
 //! own source wins at its next `update_configuration` or registration.
 
 mod allocate;
+#[doc(hidden)]
+pub mod bench_support;
 mod command;
 mod dispatch;
 mod engine;
