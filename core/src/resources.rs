@@ -63,7 +63,7 @@ pub struct ResourceNames {
 #[derive(Debug, Default)]
 struct NamesInner {
     names: Vec<Arc<str>>,
-    index: HashMap<Arc<str>, usize>,
+    index: HashMap<Arc<str>, usize, ahash::RandomState>,
 }
 
 impl Default for ResourceNames {
@@ -75,13 +75,16 @@ impl Default for ResourceNames {
 impl ResourceNames {
     /// A registry holding `memory` and `vcore` at [`MEMORY`] and [`VCORE`].
     pub fn new() -> Self {
-        let names = Self {
-            inner: RwLock::new(NamesInner::default()),
-        };
-        let memory = names.intern(si::MEMORY);
-        let vcore = names.intern(si::VCORE);
-        debug_assert_eq!((memory, vcore), (Ok(MEMORY), Ok(VCORE)));
-        names
+        let mut inner = NamesInner::default();
+        for (i, name) in [(MEMORY, si::MEMORY), (VCORE, si::VCORE)] {
+            debug_assert_eq!(inner.names.len(), i);
+            let name: Arc<str> = Arc::from(name);
+            inner.names.push(name.clone());
+            inner.index.insert(name, i);
+        }
+        Self {
+            inner: RwLock::new(inner),
+        }
     }
 
     /// The index of `name`, interning it when new.
@@ -110,6 +113,13 @@ impl ResourceNames {
 
     /// The index of `name` if it is interned.
     pub fn lookup(&self, name: &str) -> Option<usize> {
+        // Nearly every resource map names these two, which sit at fixed
+        // indices from the start: no lock, no hashing.
+        match name {
+            si::MEMORY => return Some(MEMORY),
+            si::VCORE => return Some(VCORE),
+            _ => {}
+        }
         let inner = self.inner.read().unwrap_or_else(PoisonError::into_inner);
         inner.index.get(name).copied()
     }

@@ -366,7 +366,8 @@ impl Partition {
         let mut clean = true;
         let floor = self.pending_floor;
         let mut exhausted = Vec::new();
-        let mut check = |&(_, n): &NodeKey| -> bool {
+        let mut check = |k: &NodeKey| -> bool {
+            let n = k.node();
             let node = &self.nodes[n];
             if node.reserved_by.is_some_and(|r| r != ask) {
                 clean = false;
@@ -388,7 +389,7 @@ impl Partition {
             NodeSortKind::Fair => self.node_index.iter().find(|k| check(k)),
             NodeSortKind::Binpacking => self.node_index.iter().rev().find(|k| check(k)),
         }
-        .map(|&(_, n)| n);
+        .map(|k| k.node());
         for n in exhausted {
             self.rekey_node(n);
         }
@@ -418,7 +419,8 @@ impl Partition {
         if ctx.reserve_memo.iter().any(|r| res.dominates(r)) {
             return;
         }
-        let candidate = |&&(_, n): &&NodeKey| {
+        let candidate = |k: &&NodeKey| {
+            let n = k.node();
             let node = &self.nodes[n];
             node.reserved_by.is_none()
                 && res.fits_in(&node.capacity.minus(&node.occupied))
@@ -437,7 +439,7 @@ impl Partition {
                 a.into_iter().chain(b).max()
             }
         };
-        let Some(&(_, n)) = found else {
+        let Some(n) = found.map(|k| k.node()) else {
             remember(&mut ctx.reserve_memo, *res);
             return;
         };

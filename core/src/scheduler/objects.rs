@@ -75,8 +75,27 @@ pub type AppKey = (Reverse<i32>, u64, u64, AppId);
 /// Order of an ask in its application: highest priority first, then oldest.
 pub type AskKey = (Reverse<i32>, u64, AskId);
 
-/// Order of a node in the partition's node index: weighted usage in fixed point.
-pub type NodeKey = (u64, NodeId);
+/// Order of a node in the partition's node index: weighted usage in fixed
+/// point, then node id, packed into one word (score in the high half, id in
+/// the low half) so the index compares single integers and holds twice as
+/// many keys per cache line. Scores above `u32::MAX` (nodes used far beyond
+/// their capacity) tie at the top.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct NodeKey(u64);
+
+impl NodeKey {
+    /// The key of `node` with usage score `score`.
+    pub fn new(score: u64, node: NodeId) -> Self {
+        debug_assert!(u32::try_from(node).is_ok(), "node arena beyond 2^32 slots");
+        let score = score.min(u64::from(u32::MAX));
+        Self(score << 32 | (node as u64 & u64::from(u32::MAX)))
+    }
+
+    /// The node.
+    pub fn node(self) -> NodeId {
+        (self.0 & u64::from(u32::MAX)) as NodeId
+    }
+}
 
 /// A queue in the hierarchy.
 #[derive(Debug)]
@@ -576,6 +595,19 @@ mod tests {
             drop(sizes.intern(size(m)));
         }
         assert!(Arc::ptr_eq(&kept, &sizes.intern(size(5000))));
+    }
+
+    #[test]
+    fn node_keys_order_by_score_then_node() {
+        assert!(NodeKey::new(1, 5) < NodeKey::new(2, 0));
+        assert!(NodeKey::new(1, 3) < NodeKey::new(1, 4));
+        assert_eq!(NodeKey::new(7, 42).node(), 42);
+        // Scores beyond 32 bits tie at the top instead of wrapping around.
+        assert!(NodeKey::new(u64::MAX, 0) > NodeKey::new(u64::from(u32::MAX) - 1, 9));
+        assert_eq!(
+            NodeKey::new(u64::MAX, 3),
+            NodeKey::new(u64::from(u32::MAX), 3)
+        );
     }
 
     #[test]

@@ -587,7 +587,7 @@ impl Partition {
             .is_some_and(|floor| !floor.fits_in(&n.available));
         let new_key = n
             .schedulable
-            .then(|| ((self.node_score(n), node), exhausted));
+            .then(|| (NodeKey::new(self.node_score(n), node), exhausted));
         let old_key = n.key_in_index;
         if old_key == new_key {
             return;
@@ -635,7 +635,7 @@ impl Partition {
         if !std::mem::take(&mut self.floor_lowered) {
             return;
         }
-        let nodes: Vec<NodeId> = self.exhausted_nodes.iter().map(|k| k.1).collect();
+        let nodes: Vec<NodeId> = self.exhausted_nodes.iter().map(|k| k.node()).collect();
         for n in nodes {
             self.rekey_node(n);
         }

@@ -74,7 +74,7 @@ impl Partition {
                     .copied()
                     .collect();
                 all.sort_unstable();
-                all.into_iter().map(|(_, n)| n).collect()
+                all.into_iter().map(NodeKey::node).collect()
             }
         };
         let mut best: Option<(NodeId, Vec<AllocId>)> = None;
