@@ -457,19 +457,37 @@ impl Engine {
     /// `default`). A scan of a handful of partitions, without building the
     /// qualified name: this runs once per ask.
     fn partition_mut(&mut self, rm_id: &str, name: &str) -> Option<&mut Partition> {
+        let key = self.partition_key(rm_id, name)?;
+        self.partitions.get_mut(&key)
+    }
+
+    /// The map key of the RM's partition called `name` (plain or qualified).
+    fn partition_key(&self, rm_id: &str, name: &str) -> Option<Arc<str>> {
         let name = if name.is_empty() { "default" } else { name };
         if name.starts_with('[') {
-            return self.partitions.get_mut(name);
+            return self.partitions.get_key_value(name).map(|(k, _)| k.clone());
         }
         self.partitions
-            .values_mut()
-            .find(|p| p.rm_id.as_ref() == rm_id && p.plain_name() == name)
+            .iter()
+            .find(|(_, p)| p.rm_id.as_ref() == rm_id && p.plain_name() == name)
+            .map(|(k, _)| k.clone())
     }
 
     fn allocation_request(&mut self, req: PreparedAllocationRequest, now: u64) {
         let rm_id = req.rm_id.clone();
+        // Asks of one request nearly always name one partition: resolve it
+        // once per distinct name in a row, not once per ask.
+        let mut resolved: Option<(String, Option<Arc<str>>)> = None;
         for asks in req.asks {
-            match self.partition_mut(&rm_id, &asks.ask.partition_name) {
+            let key = match &resolved {
+                Some((name, key)) if *name == asks.ask.partition_name => key.clone(),
+                _ => {
+                    let key = self.partition_key(&rm_id, &asks.ask.partition_name);
+                    resolved = Some((asks.ask.partition_name.clone(), key.clone()));
+                    key
+                }
+            };
+            match key.and_then(|k| self.partitions.get_mut(&k)) {
                 Some(p) => p.update_ask(asks.ask, asks.resource, now),
                 None => self.reject_ask_no_partition(&rm_id, asks.ask),
             }
