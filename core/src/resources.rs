@@ -345,6 +345,10 @@ impl Resource {
 
     /// Multiplies every quantity by `n`, saturating.
     pub fn times(&self, n: i64) -> Resource {
+        // Most asks want one allocation: no multiplications then.
+        if n == 1 {
+            return *self;
+        }
         let mut out = *self;
         for v in &mut out.0 {
             *v = v.saturating_mul(n);
