@@ -860,3 +860,62 @@ async fn malformed_protobuf_is_an_error_not_a_panic() {
     assert_eq!(allocate_over_grpc(&server, 1).await.len(), 1);
     server.shutdown().await;
 }
+
+/// A node stream of the RM, kept open until its sender and response stream
+/// are dropped.
+async fn open_node_stream(
+    c: &mut SchedulerClient<tonic::transport::Channel>,
+) -> (
+    tokio::sync::mpsc::Sender<si::NodeRequest>,
+    tonic::Streaming<si::NodeResponse>,
+) {
+    let (tx, out) = outgoing::<si::NodeRequest>();
+    let mut req = Request::new(out);
+    req.metadata_mut().insert("rmid", RM.parse().unwrap());
+    let stream = tokio::time::timeout(WAIT, c.update_node(req))
+        .await
+        .expect("a stream within the limit opens")
+        .expect("stream accepted")
+        .into_inner();
+    (tx, stream)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streams_beyond_the_connection_limit_wait_for_a_free_slot() {
+    let scheduler = Scheduler::start(SchedulerOptions::default());
+    let options = ServerOptions {
+        grpc_addr: "127.0.0.1:0".parse().unwrap(),
+        http_addr: "127.0.0.1:0".parse().unwrap(),
+        max_concurrent_streams: 2,
+        ..ServerOptions::default()
+    };
+    let server = unisched_server::start(scheduler.clone(), options)
+        .await
+        .expect("server starts");
+    let mut c = client(&server).await;
+    c.register_resource_manager(register()).await.unwrap();
+    let first = open_node_stream(&mut c).await;
+    let _second = open_node_stream(&mut c).await;
+    // Both slots are taken: a third call on the same connection is held back
+    // by the server, not served.
+    let mut third_client = c.clone();
+    let third = tokio::spawn(async move {
+        third_client
+            .register_resource_manager(register())
+            .await
+            .map(|_| ())
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        !third.is_finished(),
+        "a third call ran beyond the limit of 2"
+    );
+    // Closing one stream frees a slot and the waiting call goes through.
+    drop(first);
+    tokio::time::timeout(WAIT, third)
+        .await
+        .expect("the held call runs once a slot is free")
+        .unwrap()
+        .expect("registered");
+    server.shutdown().await;
+}
