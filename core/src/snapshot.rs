@@ -69,6 +69,11 @@ pub struct ApplicationSnapshot {
     pub user: String,
     /// Groups of the owner.
     pub groups: Vec<String>,
+    /// The one group whose limits and usage the application counts against
+    /// (the first of the owner's groups with a limit on the queue path, as
+    /// upstream tracks it), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit_group: Option<String>,
     /// State name: New, Accepted, Running, Completing, Completed, Rejected, ...
     pub state: String,
     /// Resources allocated to the application.

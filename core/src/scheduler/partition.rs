@@ -826,6 +826,7 @@ impl Partition {
                     queue: self.queues[a.queue].path.to_string(),
                     user: a.user.to_string(),
                     groups: a.groups.clone(),
+                    limit_group: a.limit_group.as_deref().map(str::to_string),
                     state: a.state.as_str().to_string(),
                     allocated: map(&a.allocated),
                     pending: map(&a.pending),

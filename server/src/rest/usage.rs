@@ -2,8 +2,10 @@
 //! user and per group, as a queue tree (YuniKorn's `UserResourceUsageDAOInfo`,
 //! `GroupResourceUsageDAOInfo`, `ResourceUsageDAOInfo`), built from a snapshot.
 //!
-//! An application counts for its user and for each of the user's groups; its
-//! usage is what it has allocated, summed up the queue path.
+//! An application counts for its user and, as upstream tracks it, for at most
+//! one group: the first of the user's groups with a limit on the queue path
+//! (`limit_group` in the snapshot). Its usage is what it has allocated, summed
+//! up the queue path.
 
 use std::collections::BTreeMap;
 
@@ -100,7 +102,7 @@ pub fn users(snap: &PartitionSnapshot) -> Vec<UserUsage> {
             user_name: user.to_string(),
             groups: apps
                 .iter()
-                .filter_map(|a| a.groups.first().map(|g| (a.id.clone(), g.clone())))
+                .filter_map(|a| a.limit_group.clone().map(|g| (a.id.clone(), g)))
                 .collect(),
             queues: tree(&apps),
         })
@@ -111,7 +113,7 @@ pub fn users(snap: &PartitionSnapshot) -> Vec<UserUsage> {
 pub fn groups(snap: &PartitionSnapshot) -> Vec<GroupUsage> {
     let mut by_group: BTreeMap<&str, Vec<&ApplicationSnapshot>> = BTreeMap::new();
     for a in &snap.applications {
-        for g in &a.groups {
+        if let Some(g) = &a.limit_group {
             by_group.entry(g.as_str()).or_default().push(a);
         }
     }
@@ -129,11 +131,19 @@ pub fn groups(snap: &PartitionSnapshot) -> Vec<GroupUsage> {
 mod tests {
     use super::*;
 
-    fn app(id: &str, user: &str, groups: &[&str], queue: &str, mem: i64) -> ApplicationSnapshot {
+    fn app(
+        id: &str,
+        user: &str,
+        groups: &[&str],
+        limit_group: Option<&str>,
+        queue: &str,
+        mem: i64,
+    ) -> ApplicationSnapshot {
         ApplicationSnapshot {
             id: id.into(),
             user: user.into(),
             groups: groups.iter().map(|g| g.to_string()).collect(),
+            limit_group: limit_group.map(str::to_string),
             queue: queue.into(),
             state: "Running".into(),
             allocated: [("memory".to_string(), mem)].into(),
@@ -142,12 +152,16 @@ mod tests {
     }
 
     #[test]
-    fn usage_sums_up_the_queue_path() {
+    fn usage_sums_up_the_queue_path_and_counts_one_group_per_app() {
         let snap = PartitionSnapshot {
             applications: vec![
-                app("a1", "alice", &["dev"], "root.x.y", 10),
-                app("a2", "alice", &["dev", "ops"], "root.z", 5),
-                app("b1", "bob", &["ops"], "root.x.y", 1),
+                app("a1", "alice", &["dev"], Some("dev"), "root.x.y", 10),
+                // Limited as "ops" (dev has no limit on its path): counts for
+                // ops only, not for both of alice's groups.
+                app("a2", "alice", &["dev", "ops"], Some("ops"), "root.z", 5),
+                app("b1", "bob", &["ops"], Some("ops"), "root.x.y", 1),
+                // No group limit on the path: counts for its user only.
+                app("c1", "carol", &["dev"], None, "root.z", 7),
             ],
             ..Default::default()
         };
@@ -159,8 +173,14 @@ mod tests {
             users[0]["queues"]["children"][0]["children"][0]["runningApplications"],
             serde_json::json!(["a1"])
         );
-        assert_eq!(users[0]["groups"]["a2"], "dev");
+        assert_eq!(users[0]["groups"]["a2"], "ops");
+        assert_eq!(users[2]["userName"], "carol");
+        assert_eq!(users[2]["groups"], serde_json::json!({}));
         let groups = serde_json::to_value(groups(&snap)).unwrap();
+        assert_eq!(groups.as_array().unwrap().len(), 2);
+        assert_eq!(groups[0]["groupName"], "dev");
+        assert_eq!(groups[0]["applications"], serde_json::json!(["a1"]));
+        assert_eq!(groups[0]["queues"]["resourceUsage"]["memory"], 10);
         assert_eq!(groups[1]["groupName"], "ops");
         assert_eq!(groups[1]["applications"], serde_json::json!(["a2", "b1"]));
         assert_eq!(groups[1]["queues"]["resourceUsage"]["memory"], 6);
