@@ -12,7 +12,11 @@
 //!
 //! Victims on one node are chosen in YuniKorn's order (allowPreemptSelf
 //! first, non-originators first, newest first) until the ask fits the node and
-//! the queue headroom. They are released with `PREEMPTED_BY_SCHEDULER` and
+//! the queue headroom. Between nodes, as upstream scores its solutions, a set
+//! without opted-out victims wins over any with one, then a set without
+//! originators, then the smaller set: opting out (allowPreemptSelf false) is a
+//! strong suggestion, never an exclusion, so such an allocation is taken only
+//! when no node frees enough without it. They are released with `PREEMPTED_BY_SCHEDULER` and
 //! kept until the RM confirms; the ask reserves the node meanwhile, so it is
 //! placed there (reserved asks go first) once the room is back.
 
@@ -27,6 +31,10 @@ use crate::resources::Resource;
 /// Ask tag naming the only node an ask may use (daemon sets), as upstream's
 /// `DomainYuniKorn + KeyRequiredNode`.
 pub const REQUIRED_NODE_TAG: &str = "yunikorn.apache.org/requiredNode";
+
+/// How bad a node's set of victims is, lowest best: any victim opted out of
+/// preemption, any originator, then how many.
+type VictimScore = (bool, bool, usize);
 
 impl Partition {
     /// Tries to preempt for `ask`; true when victims were released and the
@@ -77,20 +85,31 @@ impl Partition {
                 all.into_iter().map(|(_, n)| n).collect()
             }
         };
-        let mut best: Option<(NodeId, Vec<AllocId>)> = None;
+        // Upstream's choice between nodes: a set of victims that avoids
+        // allocations opted out of preemption beats any that needs one, then
+        // one that avoids originators, then the fewest victims; ties go to
+        // the earlier node in sort order.
+        let mut best: Option<(VictimScore, NodeId, Vec<AllocId>)> = None;
         for n in nodes {
             let node = &self.nodes[n];
             if !node.schedulable || node.reserved_by.is_some_and(|r| r != ask) {
                 continue;
             }
-            if let Some(victims) = self.victims_on(n, app, ask, &res)
-                && best.as_ref().is_none_or(|(_, b)| victims.len() < b.len())
+            let Some(victims) = self.victims_on(n, app, ask, &res) else {
+                continue;
+            };
+            let score = (
+                victims.iter().any(|&v| !self.allows_preempt_self(v)),
+                victims.iter().any(|&v| self.allocs[v].originator),
+                victims.len(),
+            );
+            if best.as_ref().is_none_or(|(b, _, _)| score < *b)
                 && self.predicate(ctx, ask, n, false)
             {
-                best = Some((n, victims));
+                best = Some((score, n, victims));
             }
         }
-        let Some((node, victims)) = best else {
+        let Some((_, node, victims)) = best else {
             return false;
         };
         for v in victims {
@@ -107,6 +126,18 @@ impl Partition {
         }
         self.reserve_node(ask, node, "preempting on node", ctx.now);
         true
+    }
+
+    /// Whether allocation `v` allows being preempted. Opting out is a strong
+    /// suggestion, not a guarantee (the first law): such allocations are
+    /// victims only when nothing else frees enough. A recovered allocation
+    /// without an ask allows it, as the SI default does.
+    fn allows_preempt_self(&self, v: AllocId) -> bool {
+        let al = &self.allocs[v];
+        self.apps[al.app]
+            .asks
+            .get(&al.key)
+            .is_none_or(|&a| self.asks[a].allow_preempt_self)
     }
 
     /// True when `res` more keeps `queue` within its guarantee (on the types
@@ -202,17 +233,10 @@ impl Partition {
                     })
             })
             .collect();
-        let self_ok = |v: AllocId| {
-            let al = &self.allocs[v];
-            self.apps[al.app]
-                .asks
-                .get(&al.key)
-                .is_none_or(|&a| self.asks[a].allow_preempt_self)
-        };
         candidates.sort_by_key(|&v| {
             let al = &self.allocs[v];
             (
-                !self_ok(v),
+                !self.allows_preempt_self(v),
                 al.originator,
                 std::cmp::Reverse((al.created, v)),
             )
