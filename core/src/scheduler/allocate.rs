@@ -431,6 +431,7 @@ impl Partition {
     /// event stream. `why` starts the message ("reserved node", ...).
     pub(super) fn reserve_node(&mut self, ask: AskId, node: NodeId, why: &str, now: u64) {
         self.nodes[node].reserved_by = Some(ask);
+        self.rekey_node(node);
         let a = &mut self.asks[ask];
         a.reserved_node = Some(node);
         a.reserved_since = now;
