@@ -236,3 +236,121 @@ fn regression_no_dangling_reservation_after_ask_shrinks() {
     assert!(snap.is_some(), "the scheduling thread died");
     assert_eq!(snap.unwrap().node("n").unwrap().reserved_by, None);
 }
+
+/// Finding 5 (RELIABILITY.md), with the reservation timeout on: a pass tried
+/// the reserved asks first, while their queue headroom still fitted, then
+/// placed other asks of the same queue, which used that headroom up. The
+/// reservation was now blocked and long past its timeout, but only the next
+/// pass looked again: the core reported itself settled, and the next request
+/// of any kind cancelled the reservation and placed an ask on the freed node.
+#[test]
+fn regression_reservation_blocked_within_a_pass_times_out_before_settle() {
+    let clock = ManualClock::new(1_000_000_000);
+    let sched = Scheduler::start(SchedulerOptions {
+        clock: clock.clone(),
+        reservation_timeout: Duration::from_secs(60),
+        ..Default::default()
+    });
+    let rec = Arc::new(RecordingCallback::new());
+    let config = "partitions:
+  - name: default
+    queues:
+      - name: root
+        submitacl: '*'
+        queues:
+          - name: a
+            resources:
+              max: {memory: 100}
+";
+    sched
+        .register_resource_manager(
+            si::RegisterResourceManagerRequest {
+                rm_id: RM.to_string(),
+                config: config.to_string(),
+                ..Default::default()
+            },
+            rec.clone(),
+        )
+        .unwrap();
+    let rm = Rm {
+        sched,
+        clock,
+        rec: rec.clone(),
+    };
+    rm.app();
+    // Node x has 30 free, node y 15; the queue holds 55 of its 100.
+    let existing = |key: &str, node: &str, memory: i64| si::Allocation {
+        allocation_key: key.to_string(),
+        allocation_id: format!("{key}-0"),
+        resource_per_alloc: res(memory),
+        node_id: node.to_string(),
+        application_id: "app".to_string(),
+        partition_name: "default".to_string(),
+        ..Default::default()
+    };
+    let node = |id: &str, held: si::Allocation| si::NodeInfo {
+        node_id: id.to_string(),
+        action: si::node_info::ActionFromRm::Create as i32,
+        schedulable_resource: res(50),
+        existing_allocations: vec![held],
+        ..Default::default()
+    };
+    rm.sched
+        .update_node(si::NodeRequest {
+            nodes: vec![
+                node("x", existing("ex", "x", 20)),
+                node("y", existing("ey", "y", 35)),
+            ],
+            rm_id: RM.to_string(),
+        })
+        .unwrap();
+    // r (40) fits the headroom but no node: after the delay it reserves x.
+    rm.ask("r", 40, 1);
+    rm.sched.settle();
+    rm.clock.advance(Duration::from_secs(3));
+    rm.sched.wake();
+    let snap = rm.snapshot().unwrap();
+    assert_eq!(snap.node("x").unwrap().reserved_by.as_deref(), Some("r"));
+    // Long past the timeout, but r's headroom still fits: it keeps x.
+    rm.clock.advance(Duration::from_secs(61));
+    rm.sched.wake();
+    let snap = rm.snapshot().unwrap();
+    assert_eq!(snap.node("x").unwrap().reserved_by.as_deref(), Some("r"));
+    // One pass: r (tried first) still fits the headroom; h takes 10 on y and
+    // leaves r's headroom short (65 + 40 > 100); w (10) fits only x.
+    rm.sched
+        .update_allocation(si::AllocationRequest {
+            asks: ["h", "w"]
+                .iter()
+                .map(|key| si::AllocationAsk {
+                    allocation_key: key.to_string(),
+                    application_id: "app".to_string(),
+                    partition_name: "default".to_string(),
+                    resource_ask: res(10),
+                    max_allocations: 1,
+                    ..Default::default()
+                })
+                .collect(),
+            rm_id: RM.to_string(),
+            ..Default::default()
+        })
+        .unwrap();
+    rm.sched.settle();
+    let placed = |rec: &RecordingCallback| {
+        let mut keys: Vec<String> =
+            rec.with_recorded(|r| r.allocations().map(|a| a.allocation_key.clone()).collect());
+        keys.sort();
+        keys
+    };
+    let settled = placed(&rec);
+    assert_eq!(
+        settled,
+        ["h", "w"],
+        "the core settled with r's timed-out reservation still holding x"
+    );
+    // A settled core places nothing more without a new request.
+    rm.sched.settle();
+    assert_eq!(placed(&rec), settled);
+    let snap = rm.snapshot().unwrap();
+    assert_eq!(snap.node("x").unwrap().reserved_by, None);
+}

@@ -3,6 +3,7 @@
 //! submission→callback latency, as a table or as JSON.
 
 pub mod pending;
+pub mod preempt;
 pub mod sustained;
 
 use std::fmt::Write as _;
@@ -50,9 +51,13 @@ impl WorkloadKind {
         match self {
             Self::W1 => shapes::w1(nodes, asks),
             Self::W2 => shapes::w2(nodes, asks, if quick { 4 } else { 80 }),
-            Self::W3 => shapes::w3(nodes, asks, if quick { 12 } else { 120 }, seed),
+            Self::W3 => shapes::w3(nodes, asks, Self::w3_leaves(quick), seed),
             Self::W4 => shapes::w4(nodes, if quick { 20 } else { 1_000 }),
         }
+    }
+
+    fn w3_leaves(quick: bool) -> usize {
+        if quick { 12 } else { 120 }
     }
 }
 
@@ -73,6 +78,9 @@ pub struct BenchOptions {
     pub seed: u64,
     /// Longest wait for the allocations of one repeat.
     pub timeout: Duration,
+    /// W3 only: the variant with guarantees and asks that preempt
+    /// ([`shapes::w3_preemption`]).
+    pub preemption: bool,
 }
 
 /// Median, minimum and maximum of a series.
@@ -119,6 +127,11 @@ pub struct BenchReport {
     pub asks: usize,
     /// Allocations received (last repeat).
     pub allocations: usize,
+    /// W3 with preemption ([`BenchOptions::preemption`]).
+    pub preemption: bool,
+    /// Allocations the core released as preemption victims, each confirmed
+    /// by the RM (last repeat).
+    pub preempted: usize,
     /// Repeats run.
     pub repeats: usize,
     /// Allocations per second over repeats.
@@ -160,9 +173,19 @@ pub fn run(
     let mut runs = Vec::with_capacity(options.repeat);
     let mut peak_kib: Option<u64> = None;
     for _ in 0..options.repeat.max(1) {
-        let workload = options.kind.build(nodes, asks, options.quick, options.seed);
+        let preemption = options.preemption && options.kind == WorkloadKind::W3;
+        let workload = if preemption {
+            let leaves = WorkloadKind::w3_leaves(options.quick);
+            shapes::w3_preemption(nodes, asks, leaves, options.seed)
+        } else {
+            options.kind.build(nodes, asks, options.quick, options.seed)
+        };
         reset_peak_rss();
-        let run = workload::driver::run_measured(workload, options.timeout)?;
+        let run = if preemption {
+            preempt::run_confirming(workload)?
+        } else {
+            workload::driver::run_measured(workload, options.timeout)?
+        };
         peak_kib = peak_kib.max(peak_rss_kib());
         on_repeat(&run);
         runs.push(run);
@@ -175,6 +198,8 @@ pub fn run(
         nodes: last.nodes,
         asks: last.asks,
         allocations: last.allocations,
+        preemption: options.preemption,
+        preempted: last.released,
         repeats: runs.len(),
         allocations_per_second: series(&|r| r.allocations_per_second()),
         wall_ms: series(&|r| r.elapsed.as_secs_f64() * 1e3),
@@ -209,7 +234,7 @@ pub fn format_table(reports: &[BenchReport]) -> String {
         let _ = writeln!(
             out,
             "{:<8} {:>6} {:>7} {:>7} {:>12.0} {:>12.0} {:>12.0} {:>10.2} {:>9} {:>9.3} {:>9.3}",
-            format!("{:?}", r.workload).to_lowercase(),
+            format!("{:?}{}", r.workload, if r.preemption { "+p" } else { "" }).to_lowercase(),
             r.nodes,
             r.asks,
             r.allocations,
@@ -251,6 +276,8 @@ mod tests {
             nodes: 10,
             asks: 100,
             allocations: 100,
+            preemption: false,
+            preempted: 0,
             repeats: 1,
             allocations_per_second: Spread::of(&[1000.0]),
             wall_ms: Spread::of(&[100.0]),

@@ -48,6 +48,10 @@ pub struct BenchArgs {
     /// Seconds to wait for the allocations of one repeat.
     #[arg(long, default_value_t = 300)]
     pub timeout: u64,
+    /// W3 only: guarantees, preemption.delay 1ms and a quarter of the asks
+    /// allowed to preempt, on a cluster 99% full (see `shapes::w3_preemption`).
+    #[arg(long)]
+    pub preemption: bool,
     /// Instead of a workload: keep this many asks pending on a core with no
     /// nodes and report the resident memory they take per ask.
     #[arg(long, value_name = "ASKS")]
@@ -93,6 +97,10 @@ pub fn run(args: BenchArgs) -> ExitCode {
     if args.growth {
         return run_growth(&args);
     }
+    if args.preemption && args.workload != WorkloadArg::W3 {
+        eprintln!("bench: --preemption applies to --workload w3 only");
+        return ExitCode::FAILURE;
+    }
     let kinds: Vec<WorkloadKind> = match args.workload {
         WorkloadArg::W1 => vec![WorkloadKind::W1],
         WorkloadArg::W2 => vec![WorkloadKind::W2],
@@ -110,16 +118,18 @@ pub fn run(args: BenchArgs) -> ExitCode {
             quick: args.quick,
             seed: args.seed,
             timeout: Duration::from_secs(args.timeout),
+            preemption: args.preemption,
         };
         let mut repeat = 0;
         let result = bench::run(&options, |m| {
             repeat += 1;
             eprintln!(
-                "{} repeat {repeat}: {} allocations in {:.3} ms ({:.0}/s)",
+                "{} repeat {repeat}: {} allocations in {:.3} ms ({:.0}/s), {} released by the core",
                 m.workload,
                 m.allocations,
                 m.elapsed.as_secs_f64() * 1e3,
-                m.allocations_per_second()
+                m.allocations_per_second(),
+                m.released
             );
         });
         match result {
@@ -209,6 +219,7 @@ fn run_growth(args: &BenchArgs) -> ExitCode {
                 quick: false,
                 seed: args.seed,
                 timeout: Duration::from_secs(args.timeout),
+                preemption: false,
             };
             match bench::run(&options, |_| {}) {
                 Ok(r) => println!(

@@ -162,11 +162,20 @@ impl Sim {
     pub fn start(seed: u64, nodes: usize, fault_rate: f64) -> (Self, Vec<String>) {
         let clock = ManualClock::new(1_000_000_000);
         let source = Arc::new(SoakSource::default());
-        let sched = Scheduler::start(SchedulerOptions {
+        let mut options = SchedulerOptions {
             clock: clock.clone(),
             config_source: Some(source.clone()),
             ..Default::default()
-        });
+        };
+        // Opt-in: UNISCHED_SOAK_RESERVATION_TIMEOUT=<seconds> turns the
+        // reservation timeout on (RELIABILITY.md finding 5).
+        if let Some(secs) = std::env::var("UNISCHED_SOAK_RESERVATION_TIMEOUT")
+            .ok()
+            .and_then(|s| s.parse::<u64>().ok())
+        {
+            options.reservation_timeout = Duration::from_secs(secs);
+        }
+        let sched = Scheduler::start(options);
         let mut sim = Self {
             sched,
             clock,

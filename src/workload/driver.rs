@@ -343,6 +343,8 @@ pub struct RunMeasurement {
     pub asks: usize,
     /// Allocations received in the measured window.
     pub allocations: usize,
+    /// Allocations the core released on its own (preemption victims).
+    pub released: usize,
     /// From the end of submission to the last allocation needed (or, for a
     /// workload that leaves asks pending, until the core settled).
     pub elapsed: Duration,
@@ -421,7 +423,7 @@ pub fn run_measured(
             Instant::now()
         }
     };
-    let (allocations, mut latencies) = cluster.callback.with_record(|r| {
+    let (allocations, released, mut latencies) = cluster.callback.with_record(|r| {
         let latencies: Vec<Duration> = r
             .allocations
             .iter()
@@ -431,7 +433,7 @@ pub fn run_measured(
                 Some(arrived.saturating_duration_since(submitted_at[batch]))
             })
             .collect();
-        (r.allocations.len(), latencies)
+        (r.allocations.len(), r.released.len(), latencies)
     });
     latencies.sort_unstable();
     cluster.scheduler.shutdown();
@@ -440,6 +442,7 @@ pub fn run_measured(
         nodes: node_count,
         asks,
         allocations,
+        released,
         elapsed: end.saturating_duration_since(start),
         latencies,
     })

@@ -144,6 +144,25 @@ pub fn w2(nodes: usize, asks: usize, apps_per_queue: usize) -> Workload {
 /// mixed priorities. Many asks stay pending on purpose, so the run ends when
 /// the core settles.
 pub fn w3(nodes: usize, asks: usize, leaves: usize, seed: u64) -> Workload {
+    w3_shape(nodes, asks, leaves, seed, false)
+}
+
+/// W3 with preemption at work (`bench --workload w3 --preemption`): the same
+/// queues, apps and asks, but every leaf is guaranteed 20 vcore,
+/// `preemption.delay` is 1 ms, every fourth ask allows preempting others, and
+/// 99% of the nodes are full, so the free room (about 1,200 vcore at 5,000
+/// nodes) runs out while leaves are still under their guarantee. The asks
+/// that may preempt then release filler allocations (the filler queue has no
+/// guarantee; they allow preemption, as the Kubernetes shim reports a pod that
+/// does not opt out). `bench` plays the RM and confirms each release, so the
+/// preempting asks are placed on the nodes they reserved.
+pub fn w3_preemption(nodes: usize, asks: usize, leaves: usize, seed: u64) -> Workload {
+    let mut w = w3_shape(nodes, asks, leaves, seed, true);
+    w.name = "w3+preemption".to_string();
+    w
+}
+
+fn w3_shape(nodes: usize, asks: usize, leaves: usize, seed: u64, preemption: bool) -> Workload {
     const PARENTS: usize = 4;
     const APPS_PER_LEAF: usize = 4;
     const USERS: usize = 8;
@@ -151,8 +170,18 @@ pub fn w3(nodes: usize, asks: usize, leaves: usize, seed: u64) -> Workload {
     let per_parent = leaves.div_ceil(PARENTS);
     let mut rng = Rng::new(seed);
     let mut config = String::from(
-        "partitions:\n  - name: default\n    nodesortpolicy:\n      type: binpacking\n    queues:\n      - name: root\n        submitacl: \"*\"\n        queues:\n          - name: filler\n",
+        "partitions:\n  - name: default\n    nodesortpolicy:\n      type: binpacking\n    queues:\n      - name: root\n        submitacl: \"*\"\n",
     );
+    if preemption {
+        config.push_str("        properties:\n          preemption.delay: 1ms\n");
+    }
+    config.push_str("        queues:\n          - name: filler\n");
+    let guarantee = if preemption {
+        "                  guaranteed:\n                    vcore: 20\n"
+    } else {
+        ""
+    };
+    let full_share = if preemption { 0.99 } else { 0.8 };
     let mut leaf_paths = Vec::with_capacity(leaves);
     for p in 0..PARENTS {
         let _ = write!(
@@ -166,7 +195,7 @@ pub fn w3(nodes: usize, asks: usize, leaves: usize, seed: u64) -> Workload {
             }
             let _ = write!(
                 config,
-                "              - name: q{l:03}\n                properties:\n                  application.sort.policy: fifo\n                resources:\n                  max:\n                    vcore: 40\n"
+                "              - name: q{l:03}\n                properties:\n                  application.sort.policy: fifo\n                resources:\n                  max:\n                    vcore: 40\n{guarantee}"
             );
             leaf_paths.push(format!("root.t{p}.q{l:03}"));
         }
@@ -187,7 +216,7 @@ pub fn w3(nodes: usize, asks: usize, leaves: usize, seed: u64) -> Workload {
     let node_list = (0..nodes)
         .map(|i| {
             let id = format!("node-{i}");
-            let used = if rng.chance(0.8) {
+            let used = if rng.chance(full_share) {
                 32
             } else {
                 rng.below(17) as i64
@@ -195,13 +224,18 @@ pub fn w3(nodes: usize, asks: usize, leaves: usize, seed: u64) -> Workload {
             let mut n = node(id.clone(), &capacity);
             if used > 0 {
                 let size = [("vcore", used * 1000), ("memory", used * 4 * GIB)];
-                n.existing_allocations.push(existing_allocation(
-                    format!("fill-{i}"),
-                    "w3-filler",
-                    PARTITION,
-                    &id,
-                    &size,
-                ));
+                let mut fill =
+                    existing_allocation(format!("fill-{i}"), "w3-filler", PARTITION, &id, &size);
+                if preemption {
+                    // As the Kubernetes shim sends it for a pod whose
+                    // PriorityClass does not opt out; without a policy the
+                    // allocation would count as opted out.
+                    fill.preemption_policy = Some(unisched_si::PreemptionPolicy {
+                        allow_preempt_self: true,
+                        allow_preempt_other: false,
+                    });
+                }
+                n.existing_allocations.push(fill);
             }
             n
         })
@@ -214,13 +248,20 @@ pub fn w3(nodes: usize, asks: usize, leaves: usize, seed: u64) -> Workload {
         let app_id = &apps[app_index].application_id;
         let parent = ((app_index - 1) / APPS_PER_LEAF) / per_parent;
         let memory = (1 + rng.below(4) as i64) * GIB;
-        ask_batches[parent.min(PARENTS - 1)].push(ask(
+        let mut a = ask(
             format!("ask-{i}"),
             app_id,
             PARTITION,
             &[("vcore", 1000), ("memory", memory)],
             *rng.pick(&priorities),
-        ));
+        );
+        if preemption && i % 4 == 0 {
+            a.preemption_policy = Some(unisched_si::PreemptionPolicy {
+                allow_preempt_self: true,
+                allow_preempt_other: true,
+            });
+        }
+        ask_batches[parent.min(PARENTS - 1)].push(a);
     }
     Workload {
         name: "w3".to_string(),
@@ -345,6 +386,34 @@ mod tests {
         assert!(w.config.contains("binpacking"));
         assert_eq!(w.ask_count(), 12_000);
         assert_eq!(w.apps.len(), 1 + 120 * 4);
+    }
+
+    #[test]
+    fn w3_preemption_guarantees_leaves_and_lets_a_quarter_preempt() {
+        let w = w3_preemption(1_000, 12_000, 120, 1);
+        assert_eq!(w.config.matches("guaranteed:").count(), 120);
+        assert!(w.config.contains("preemption.delay: 1ms"));
+        let preempting = w
+            .ask_batches
+            .iter()
+            .flatten()
+            .filter(|a| {
+                a.preemption_policy
+                    .as_ref()
+                    .is_some_and(|p| p.allow_preempt_other)
+            })
+            .count();
+        assert_eq!(preempting, 3_000);
+        let full = w
+            .nodes
+            .iter()
+            .filter(|n| {
+                n.existing_allocations
+                    .first()
+                    .is_some_and(|a| quantity(&a.resource_per_alloc, "vcore") == 32_000)
+            })
+            .count();
+        assert!(full >= 970, "{full} full nodes");
     }
 
     #[test]

@@ -146,11 +146,37 @@ impl Partition {
             self.try_reserved_ask(ask, ctx);
         }
         while ctx.made < ctx.budget && self.pick_from(ROOT, ctx) {}
+        self.expire_blocked_reservations(ctx);
         self.unpark_all();
         if std::mem::take(&mut ctx.rerun) && ctx.made < ctx.budget {
             return self.schedule(ctx);
         }
         ctx.made
+    }
+
+    /// Allocations made after the reserved asks were tried may have used up
+    /// the headroom a reservation waits for: look again at the end of the
+    /// pass, so a reservation that is now blocked and past its timeout is
+    /// cancelled (which asks for another pass) and one not yet due gets its
+    /// wake-up, instead of the next pass finding either with nothing new.
+    fn expire_blocked_reservations(&mut self, ctx: &mut PassContext<'_>) {
+        if ctx.reservation_timeout == u64::MAX || ctx.made == 0 {
+            return;
+        }
+        let reserved: Vec<AskId> = self.reserved_asks.iter().copied().collect();
+        for ask in reserved {
+            let Some(a) = self.asks.get(ask) else {
+                continue;
+            };
+            let (app, res) = (a.app, *a.resource);
+            if a.pending == 0 || !self.apps[app].state_allows_scheduling() {
+                continue;
+            }
+            let leaf = self.apps[app].queue;
+            if !self.fits_headroom(leaf, &res) || !self.fits_user_limits(app, &res) {
+                self.reservation_blocked(ask, ctx);
+            }
+        }
     }
 
     fn try_reserved_ask(&mut self, ask: AskId, ctx: &mut PassContext<'_>) {
@@ -450,6 +476,7 @@ impl Partition {
     /// event stream. `why` starts the message ("reserved node", ...).
     pub(super) fn reserve_node(&mut self, ask: AskId, node: NodeId, why: &str, now: u64) {
         self.nodes[node].reserved_by = Some(ask);
+        self.rekey_node(node);
         let a = &mut self.asks[ask];
         a.reserved_node = Some(node);
         a.reserved_since = now;

@@ -389,6 +389,8 @@ pub struct Ask {
     pub allow_preempt_self: bool,
     /// May trigger preemption.
     pub allow_preempt_other: bool,
+    /// Clock time of the last preemption attempt for this ask (0 = none).
+    pub preempt_checked_at: u64,
     /// Node reserved for this ask.
     pub reserved_node: Option<NodeId>,
     /// Clock time the reservation was made.
@@ -551,7 +553,7 @@ pub struct Node {
     /// Ask holding a reservation on the node.
     pub reserved_by: Option<AskId>,
     /// The key under which the node sits in the node index, or (with `true`)
-    /// in the set of exhausted nodes; `None` while draining.
+    /// in the set of exhausted nodes; `None` while draining or reserved.
     pub key_in_index: Option<(NodeKey, bool)>,
 }
 

@@ -548,6 +548,7 @@ impl Partition {
                     reserved_node: None,
                     reserved_since: 0,
                     reported_state: 0,
+                    preempt_checked_at: 0,
                 });
                 self.apps[app].asks.insert(key, id);
                 id
@@ -907,6 +908,7 @@ impl Partition {
                     reserved_node: None,
                     reserved_since: 0,
                     reported_state: 0,
+                    preempt_checked_at: 0,
                 });
                 self.apps[app].asks.insert(key.clone(), ask);
                 ask
@@ -1208,6 +1210,7 @@ impl Partition {
             && node.reserved_by == Some(ask)
         {
             node.reserved_by = None;
+            self.rekey_node(n);
         }
         if let Some(node) = self.nodes.get(n) {
             let node_id = node.id.clone();

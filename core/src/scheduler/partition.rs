@@ -585,8 +585,9 @@ impl Partition {
             .pending_floor
             .as_ref()
             .is_some_and(|floor| !floor.fits_in(&n.available));
-        let new_key = n
-            .schedulable
+        // A reserved node serves only the ask holding it, which tries it
+        // first: kept out of the index, no search walks past it.
+        let new_key = (n.schedulable && n.reserved_by.is_none())
             .then(|| (NodeKey::new(self.node_score(n), node), exhausted));
         let old_key = n.key_in_index;
         if old_key == new_key {

@@ -2,9 +2,9 @@
 //! releasing allocations of queues over theirs.
 //!
 //! Only tried for an ask that just failed (no headroom or no node), that
-//! allows preempting others, has waited `preemption.delay`, and only when the
-//! partition's preemption is enabled: a cluster that never needs it pays a
-//! flag test per failed ask. The laws (spec §3) are checked per victim: never
+//! allows preempting others, has waited `preemption.delay`, at most once every
+//! 15 s per ask (as upstream), and only when the partition's preemption is
+//! enabled: a cluster that never needs it pays a flag test per failed ask. The laws (spec §3) are checked per victim: never
 //! within the ask's application, never a victim of higher priority, never
 //! across a `fence`, never from a `disabled` queue, only from queues over their
 //! guarantee and never taking one below it; the asking queue must stay within
@@ -12,7 +12,11 @@
 //!
 //! Victims on one node are chosen in YuniKorn's order (allowPreemptSelf
 //! first, non-originators first, newest first) until the ask fits the node and
-//! the queue headroom. They are released with `PREEMPTED_BY_SCHEDULER` and
+//! the queue headroom. Between nodes, as upstream scores its solutions, a set
+//! without opted-out victims wins over any with one, then a set without
+//! originators, then the smaller set: opting out (allowPreemptSelf false) is a
+//! strong suggestion, never an exclusion, so such an allocation is taken only
+//! when no node frees enough without it. They are released with `PREEMPTED_BY_SCHEDULER` and
 //! kept until the RM confirms; the ask reserves the node meanwhile, so it is
 //! placed there (reserved asks go first) once the room is back.
 
@@ -27,6 +31,14 @@ use crate::resources::Resource;
 /// Ask tag naming the only node an ask may use (daemon sets), as upstream's
 /// `DomainYuniKorn + KeyRequiredNode`.
 pub const REQUIRED_NODE_TAG: &str = "yunikorn.apache.org/requiredNode";
+
+/// Shortest time between two preemption attempts of one ask, in nanoseconds
+/// (upstream's `preemptAttemptFrequency`, 15 s).
+pub const PREEMPT_ATTEMPT_INTERVAL: u64 = 15_000_000_000;
+
+/// How bad a node's set of victims is, lowest best: any victim opted out of
+/// preemption, any originator, then how many.
+type VictimScore = (bool, bool, usize);
 
 impl Partition {
     /// Tries to preempt for `ask`; true when victims were released and the
@@ -53,44 +65,75 @@ impl Partition {
             ctx.wake_at(due);
             return false;
         }
+        // As upstream (preemptAttemptFrequency): one attempt per ask every
+        // PREEMPT_ATTEMPT_INTERVAL, whatever its outcome, so an ask that
+        // cannot preempt does not repeat the walk over the nodes every pass.
+        if a.preempt_checked_at != 0 {
+            let again = a
+                .preempt_checked_at
+                .saturating_add(PREEMPT_ATTEMPT_INTERVAL);
+            if ctx.now < again {
+                ctx.wake_at(again);
+                return false;
+            }
+        }
         let res = *a.resource;
+        self.asks[ask].preempt_checked_at = ctx.now.max(1);
+        let a = &self.asks[ask];
         // Law: only an ask whose queue stays within its guarantee may preempt.
         if !self.within_guarantee(leaf, &res) {
             return false;
         }
         let required = a.tags().get(REQUIRED_NODE_TAG).cloned();
-        let nodes: Vec<NodeId> = match &required {
-            Some(id) => self
-                .node_by_id
-                .get(id.as_str())
-                .copied()
-                .into_iter()
-                .collect(),
+        // Nodes in sort order, merged lazily from the index and the exhausted
+        // set: the walk stops at the first node where a single victim that
+        // allows preemption and is no originator suffices, since no later
+        // node can beat it, so an attempt rarely visits every node.
+        let nodes: Box<dyn Iterator<Item = NodeId> + '_> = match &required {
+            Some(id) => Box::new(self.node_by_id.get(id.as_str()).copied().into_iter()),
             None => {
-                let mut all: Vec<NodeKey> = self
-                    .node_index
-                    .iter()
-                    .chain(self.exhausted_nodes.iter())
-                    .copied()
-                    .collect();
-                all.sort_unstable();
-                all.into_iter().map(NodeKey::node).collect()
+                let mut index = self.node_index.iter().peekable();
+                let mut exhausted = self.exhausted_nodes.iter().peekable();
+                Box::new(std::iter::from_fn(move || {
+                    let next = match (index.peek(), exhausted.peek()) {
+                        (Some(a), Some(b)) if b < a => exhausted.next(),
+                        (Some(_), _) => index.next(),
+                        (None, _) => exhausted.next(),
+                    };
+                    next.map(|k| k.node())
+                }))
             }
         };
-        let mut best: Option<(NodeId, Vec<AllocId>)> = None;
+        // Upstream's choice between nodes: a set of victims that avoids
+        // allocations opted out of preemption beats any that needs one, then
+        // one that avoids originators, then the fewest victims; ties go to
+        // the earlier node in sort order.
+        const UNBEATABLE: VictimScore = (false, false, 1);
+        let mut best: Option<(VictimScore, NodeId, Vec<AllocId>)> = None;
+        let mut fences = Vec::new();
         for n in nodes {
             let node = &self.nodes[n];
             if !node.schedulable || node.reserved_by.is_some_and(|r| r != ask) {
                 continue;
             }
-            if let Some(victims) = self.victims_on(n, app, ask, &res)
-                && best.as_ref().is_none_or(|(_, b)| victims.len() < b.len())
+            let Some(victims) = self.victims_on(n, app, ask, &res, &mut fences) else {
+                continue;
+            };
+            let score = (
+                victims.iter().any(|&v| !self.allows_preempt_self(v)),
+                victims.iter().any(|&v| self.allocs[v].originator),
+                victims.len(),
+            );
+            if best.as_ref().is_none_or(|(b, _, _)| score < *b)
                 && self.predicate(ctx, ask, n, false)
             {
-                best = Some((n, victims));
+                best = Some((score, n, victims));
+                if score == UNBEATABLE {
+                    break;
+                }
             }
         }
-        let Some((node, victims)) = best else {
+        let Some((_, node, victims)) = best else {
             return false;
         };
         for v in victims {
@@ -107,6 +150,18 @@ impl Partition {
         }
         self.reserve_node(ask, node, "preempting on node", ctx.now);
         true
+    }
+
+    /// Whether allocation `v` allows being preempted. Opting out is a strong
+    /// suggestion, not a guarantee (the first law): such allocations are
+    /// victims only when nothing else frees enough. A recovered allocation
+    /// without an ask allows it, as the SI default does.
+    fn allows_preempt_self(&self, v: AllocId) -> bool {
+        let al = &self.allocs[v];
+        self.apps[al.app]
+            .asks
+            .get(&al.key)
+            .is_none_or(|&a| self.asks[a].allow_preempt_self)
     }
 
     /// True when `res` more keeps `queue` within its guarantee (on the types
@@ -166,13 +221,15 @@ impl Partition {
     }
 
     /// Victims on node `n` that make room for `res`, or `None` when the laws
-    /// leave too few.
+    /// leave too few. `fences` caches, per victim queue, whether fences and
+    /// disabled queues let it give victims to this ask.
     fn victims_on(
         &self,
         n: NodeId,
         app: AppId,
         ask: AskId,
         res: &Resource,
+        fences: &mut Vec<(QueueId, bool)>,
     ) -> Option<Vec<AllocId>> {
         let leaf = self.apps[app].queue;
         let priority = self.asks[ask].priority;
@@ -191,28 +248,43 @@ impl Partition {
                     return false;
                 }
                 let vq = self.apps[al.app].queue;
+                // Cheap necessary test first: the victim's own queue must stay
+                // at or above its guarantee without it (ancestors are checked
+                // with the whole selection below).
+                let q = &self.queues[vq];
+                let stays = q
+                    .guaranteed
+                    .0
+                    .iter()
+                    .zip(q.allocated.0.iter().zip(al.resource.0.iter()))
+                    .all(|(&g, (&used, &r))| g <= 0 || used.saturating_sub(r) >= g);
+                if !stays {
+                    return false;
+                }
+                // Fences and disabled queues depend on the queue only: decided
+                // once per queue and attempt.
+                if let Some(&(_, ok)) = fences.iter().find(|(q, _)| *q == vq) {
+                    return ok;
+                }
                 let top = self.common_ancestor(vq, leaf);
-                let path = self.path_below(vq, top);
-                !ask_fenced(top)
-                    && path.iter().all(|&q| {
+                let ok = !ask_fenced(top)
+                    && self.path_below(vq, top).iter().all(|&q| {
                         !matches!(
                             self.policy(q),
                             PreemptionPolicy::Fence | PreemptionPolicy::Disabled
                         )
-                    })
+                    });
+                fences.push((vq, ok));
+                ok
             })
             .collect();
-        let self_ok = |v: AllocId| {
-            let al = &self.allocs[v];
-            self.apps[al.app]
-                .asks
-                .get(&al.key)
-                .is_none_or(|&a| self.asks[a].allow_preempt_self)
-        };
-        candidates.sort_by_key(|&v| {
+        if candidates.is_empty() {
+            return None;
+        }
+        candidates.sort_by_cached_key(|&v| {
             let al = &self.allocs[v];
             (
-                !self_ok(v),
+                !self.allows_preempt_self(v),
                 al.originator,
                 std::cmp::Reverse((al.created, v)),
             )
