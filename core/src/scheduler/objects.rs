@@ -389,8 +389,6 @@ pub struct Ask {
     pub allow_preempt_self: bool,
     /// May trigger preemption.
     pub allow_preempt_other: bool,
-    /// Clock time of the last preemption attempt for this ask (0 = none).
-    pub preempt_checked_at: u64,
     /// Node reserved for this ask.
     pub reserved_node: Option<NodeId>,
     /// Clock time the reservation was made.
@@ -406,13 +404,21 @@ pub struct AskExtra {
     pub tags: BTreeMap<String, String>,
     /// Gang task group.
     pub task_group: String,
+    /// Clock time of the last preemption attempt for the ask (0 = none).
+    pub preempt_checked_at: u64,
 }
 
 impl AskExtra {
     /// The out-of-line part for these tags and task group, `None` when both
     /// are empty.
     pub fn boxed(tags: BTreeMap<String, String>, task_group: String) -> Option<Box<Self>> {
-        (!tags.is_empty() || !task_group.is_empty()).then(|| Box::new(Self { tags, task_group }))
+        (!tags.is_empty() || !task_group.is_empty()).then(|| {
+            Box::new(Self {
+                tags,
+                task_group,
+                preempt_checked_at: 0,
+            })
+        })
     }
 }
 
@@ -430,10 +436,25 @@ impl Ask {
         self.extra.as_ref().map_or("", |e| e.task_group.as_str())
     }
 
-    /// Replaces the tags, keeping the task group.
+    /// Replaces the tags, keeping the rest.
     pub fn set_tags(&mut self, tags: BTreeMap<String, String>) {
-        let task_group = self.extra.take().map(|e| e.task_group).unwrap_or_default();
-        self.extra = AskExtra::boxed(tags, task_group);
+        match &mut self.extra {
+            Some(extra) => extra.tags = tags,
+            None => self.extra = AskExtra::boxed(tags, String::new()),
+        }
+    }
+
+    /// Clock time of the last preemption attempt for the ask (0 = none).
+    pub fn preempt_checked_at(&self) -> u64 {
+        self.extra.as_ref().map_or(0, |e| e.preempt_checked_at)
+    }
+
+    /// Records a preemption attempt (only asks allowed to preempt make one,
+    /// so the out-of-line part is allocated for those alone).
+    pub fn set_preempt_checked_at(&mut self, at: u64) {
+        self.extra
+            .get_or_insert_with(Box::default)
+            .preempt_checked_at = at;
     }
 
     /// The ask's key in its application's `pending_order`.

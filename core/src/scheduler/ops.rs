@@ -548,7 +548,6 @@ impl Partition {
                     reserved_node: None,
                     reserved_since: 0,
                     reported_state: 0,
-                    preempt_checked_at: 0,
                 });
                 self.apps[app].asks.insert(key, id);
                 id
@@ -908,7 +907,6 @@ impl Partition {
                     reserved_node: None,
                     reserved_since: 0,
                     reported_state: 0,
-                    preempt_checked_at: 0,
                 });
                 self.apps[app].asks.insert(key.clone(), ask);
                 ask

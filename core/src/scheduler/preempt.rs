@@ -68,9 +68,9 @@ impl Partition {
         // As upstream (preemptAttemptFrequency): one attempt per ask every
         // PREEMPT_ATTEMPT_INTERVAL, whatever its outcome, so an ask that
         // cannot preempt does not repeat the walk over the nodes every pass.
-        if a.preempt_checked_at != 0 {
+        if a.preempt_checked_at() != 0 {
             let again = a
-                .preempt_checked_at
+                .preempt_checked_at()
                 .saturating_add(PREEMPT_ATTEMPT_INTERVAL);
             if ctx.now < again {
                 ctx.wake_at(again);
@@ -78,7 +78,7 @@ impl Partition {
             }
         }
         let res = *a.resource;
-        self.asks[ask].preempt_checked_at = ctx.now.max(1);
+        self.asks[ask].set_preempt_checked_at(ctx.now.max(1));
         let a = &self.asks[ask];
         // Law: only an ask whose queue stays within its guarantee may preempt.
         if !self.within_guarantee(leaf, &res) {
