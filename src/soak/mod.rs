@@ -15,6 +15,9 @@
 //! allocations released by id, key and whole app, configuration reloads (valid,
 //! invalid, source unavailable), RM re-registration with recovery, virtual time
 //! jumps past the Completing grace period, and callbacks that fail or panic.
+//!
+//! `UNISCHED_SOAK_TRACE=1` prints every operation, what the RM sends and what
+//! the core answers to stderr, to read a reproduction.
 
 pub mod callback;
 pub mod check;
