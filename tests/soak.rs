@@ -12,11 +12,12 @@ use unisched::shim_api::recording::RecordingCallback;
 use unisched::si;
 use unisched::soak::{self, SoakOptions};
 
-fn check(seed: u64, steps: usize, avoid_known_bugs: bool) {
+fn check(seed: u64, steps: usize, avoid_known_bugs: bool, gang_ops: bool) {
     let options = SoakOptions {
         seed,
         steps,
         avoid_known_bugs,
+        gang_ops,
         ..Default::default()
     };
     let report = soak::run_seed(&options, None, false);
@@ -28,6 +29,8 @@ fn check(seed: u64, steps: usize, avoid_known_bugs: bool) {
             f.violations.join("\n  "),
             if avoid_known_bugs {
                 " --avoid-known-bugs"
+            } else if !gang_ops {
+                " --no-gang"
             } else {
                 ""
             }
@@ -43,7 +46,14 @@ fn check(seed: u64, steps: usize, avoid_known_bugs: bool) {
 #[test]
 fn seeds_hold() {
     for seed in 1..=4 {
-        check(seed, 300, false);
+        check(seed, 300, false, true);
+    }
+}
+
+#[test]
+fn seeds_hold_without_gang_operations() {
+    for seed in 1..=2 {
+        check(seed, 300, false, false);
     }
 }
 
