@@ -196,16 +196,18 @@ impl Model {
                 "allocation id {id} reported new while still live ({old:?}); new one: {alloc:?}"
             ));
         }
-        if !self.nodes.contains_key(&alloc.node) {
+        let ask_id = (alloc.app.clone(), alloc.key.clone());
+        // A confirmed replacement is made when the RM confirms, on its
+        // placeholder's node (checked below): the node or the app may have
+        // gone right after, and the callbacks report that first.
+        let confirmed = self.awaiting_real.contains_key(&ask_id);
+        if !confirmed && !self.nodes.contains_key(&alloc.node) {
             return Err(format!(
                 "allocation {id} on node {} the RM does not know",
                 alloc.node
             ));
         }
-        let ask_id = (alloc.app.clone(), alloc.key.clone());
-        if !self.apps.contains_key(&alloc.app) && !self.awaiting_real.contains_key(&ask_id) {
-            // (A confirmed replacement is made when the RM confirms, even if
-            // the RM removes the application right after.)
+        if !confirmed && !self.apps.contains_key(&alloc.app) {
             return Err(format!(
                 "allocation {id} for application {} the RM does not know",
                 alloc.app
@@ -368,7 +370,6 @@ impl Model {
         if state == "Completed" || state == "Failed" {
             self.apps.remove(app);
             self.gone.insert(app.to_string());
-            self.awaiting_real.retain(|(a, _), _| a != app);
             let left: Vec<_> = self.allocs.values().filter(|a| a.app == app).collect();
             if !left.is_empty() && state == "Completed" {
                 return Err(format!(
