@@ -1261,10 +1261,11 @@ impl Sim {
             } else if let Some(i) = intents.ask_undo.iter().position(|(k, _)| *k == id) {
                 let (_, old) = intents.ask_undo.remove(i);
                 match old {
-                    Some(old) => {
+                    // A refused gang app's asks go with it.
+                    Some(old) if !intents.refused_gangs.contains(&id.0) => {
                         self.model.asks.insert(id, old);
                     }
-                    None => {
+                    _ => {
                         self.model.asks.remove(&id);
                     }
                 }
