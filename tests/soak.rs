@@ -12,11 +12,12 @@ use unisched::shim_api::recording::RecordingCallback;
 use unisched::si;
 use unisched::soak::{self, SoakOptions};
 
-fn check(seed: u64, steps: usize, avoid_known_bugs: bool) {
+fn check(seed: u64, steps: usize, avoid_known_bugs: bool, gang_ops: bool) {
     let options = SoakOptions {
         seed,
         steps,
         avoid_known_bugs,
+        gang_ops,
         ..Default::default()
     };
     let report = soak::run_seed(&options, None, false);
@@ -28,6 +29,8 @@ fn check(seed: u64, steps: usize, avoid_known_bugs: bool) {
             f.violations.join("\n  "),
             if avoid_known_bugs {
                 " --avoid-known-bugs"
+            } else if !gang_ops {
+                " --no-gang"
             } else {
                 ""
             }
@@ -43,7 +46,14 @@ fn check(seed: u64, steps: usize, avoid_known_bugs: bool) {
 #[test]
 fn seeds_hold() {
     for seed in 1..=4 {
-        check(seed, 300, false);
+        check(seed, 300, false, true);
+    }
+}
+
+#[test]
+fn seeds_hold_without_gang_operations() {
+    for seed in 1..=2 {
+        check(seed, 300, false, false);
     }
 }
 
@@ -353,4 +363,200 @@ fn regression_reservation_blocked_within_a_pass_times_out_before_settle() {
     assert_eq!(placed(&rec), settled);
     let snap = rm.snapshot().unwrap();
     assert_eq!(snap.node("x").unwrap().reserved_by, None);
+}
+
+// ---- gang scheduling: core bugs found by the gang soak operations -----------
+
+impl Rm {
+    /// A gang application whose placeholders total `placeholders` memory.
+    fn gang_app(&self, placeholders: i64) {
+        self.sched
+            .update_application(si::ApplicationRequest {
+                new: vec![si::AddApplicationRequest {
+                    application_id: "app".to_string(),
+                    queue_name: "root.a".to_string(),
+                    partition_name: "default".to_string(),
+                    ugi: Some(si::UserGroupInformation {
+                        user: "u".to_string(),
+                        groups: vec![],
+                    }),
+                    placeholder_ask: res(placeholders),
+                    gang_scheduling_style: "Soft".to_string(),
+                    ..Default::default()
+                }],
+                rm_id: RM.to_string(),
+                ..Default::default()
+            })
+            .unwrap();
+    }
+
+    /// Asks of task group `tg`: `(key, memory, max, placeholder)`.
+    fn group_asks(&self, asks: &[(&str, i64, i32, bool)]) {
+        let asks = asks
+            .iter()
+            .map(|&(key, memory, max, placeholder)| si::AllocationAsk {
+                allocation_key: key.to_string(),
+                application_id: "app".to_string(),
+                partition_name: "default".to_string(),
+                resource_ask: res(memory),
+                max_allocations: max,
+                task_group_name: "tg".to_string(),
+                placeholder,
+                ..Default::default()
+            })
+            .collect();
+        self.sched
+            .update_allocation(si::AllocationRequest {
+                asks,
+                rm_id: RM.to_string(),
+                ..Default::default()
+            })
+            .unwrap();
+    }
+
+    /// The RM confirms the core's PLACEHOLDER_REPLACED release of `id`.
+    fn confirm_replaced(&self, id: &str) {
+        self.sched
+            .update_allocation(si::AllocationRequest {
+                releases: Some(si::AllocationReleasesRequest {
+                    allocations_to_release: vec![si::AllocationRelease {
+                        partition_name: "default".to_string(),
+                        application_id: "app".to_string(),
+                        allocation_key: "ph".to_string(),
+                        allocation_id: id.to_string(),
+                        termination_type: si::TerminationType::PlaceholderReplaced as i32,
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                }),
+                rm_id: RM.to_string(),
+                ..Default::default()
+            })
+            .unwrap();
+    }
+
+    fn release_ask(&self, key: &str) {
+        self.sched
+            .update_allocation(si::AllocationRequest {
+                releases: Some(si::AllocationReleasesRequest {
+                    allocation_asks_to_release: vec![si::AllocationAskRelease {
+                        partition_name: "default".to_string(),
+                        application_id: "app".to_string(),
+                        allocation_key: key.to_string(),
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                }),
+                rm_id: RM.to_string(),
+                ..Default::default()
+            })
+            .unwrap();
+    }
+
+    /// Allocation ids the core reported released with PLACEHOLDER_REPLACED.
+    fn replaced(&self) -> Vec<String> {
+        let recorded = self.rec.recorded();
+        recorded
+            .released()
+            .filter(|r| r.termination_type == si::TerminationType::PlaceholderReplaced as i32)
+            .map(|r| r.allocation_id.clone())
+            .collect()
+    }
+
+    /// Pending allocations of ask `key`, 0 when it is not listed.
+    fn pending(&self, key: &str) -> u32 {
+        self.snapshot().unwrap().applications[0]
+            .pending_asks
+            .iter()
+            .find(|k| k.allocation_key == key)
+            .map_or(0, |k| k.pending_allocations)
+    }
+}
+
+/// Core bug 6: the real allocation of a replacement took the size of its ask
+/// when the RM confirmed, not when the replacement started. An ask sent again
+/// larger in between got an allocation larger than the placeholder it
+/// replaced, placed with no node or queue check.
+#[test]
+fn regression_replacement_keeps_its_size() {
+    let rm = Rm::new();
+    rm.gang_app(10);
+    rm.node(100, vec![]);
+    rm.group_asks(&[("ph", 10, 1, true), ("real", 10, 1, false)]);
+    rm.sched.settle();
+    assert_eq!(rm.replaced(), ["ph-0"]);
+    rm.group_asks(&[("real", 30, 1, false)]);
+    rm.confirm_replaced("ph-0");
+    let snap = rm.snapshot().unwrap();
+    let real = snap.allocations.iter().find(|a| a.allocation_key == "real");
+    assert_eq!(real.map(|a| a.resource["memory"]), Some(10));
+}
+
+/// Core bug 7: a real ask the RM released while a replacement for it was in
+/// flight kept that replacement counted as made; sent again, it wanted one
+/// allocation too few.
+#[test]
+fn regression_forgotten_replacement_is_not_counted() {
+    let rm = Rm::new();
+    rm.gang_app(20);
+    rm.node(100, vec![]);
+    rm.group_asks(&[("ph", 10, 2, true), ("real", 10, 2, false)]);
+    rm.sched.settle();
+    assert_eq!(rm.replaced().len(), 2);
+    rm.confirm_replaced("ph-0");
+    // real-0 made; the replacement of ph-1 is in flight when the ask goes.
+    rm.release_ask("real");
+    rm.group_asks(&[("real", 10, 2, false)]);
+    assert_eq!(rm.pending("real"), 1);
+}
+
+/// Core bug 8: a settled core could still have a replacement to start. A real
+/// ask the pass passed over before a placeholder of its group was placed
+/// waited for the next pass, which only a later request (or a snapshot) ran:
+/// the RM never heard of the replacement at the settle point.
+#[test]
+fn regression_settle_starts_the_replacement() {
+    let rm = Rm::new();
+    rm.gang_app(10);
+    // The real ask comes first (a recovered allocation makes its record), so
+    // a pass tries it before the placeholder.
+    let recovered = si::Allocation {
+        allocation_key: "real".to_string(),
+        allocation_id: "real-0".to_string(),
+        resource_per_alloc: res(10),
+        node_id: "n".to_string(),
+        application_id: "app".to_string(),
+        partition_name: "default".to_string(),
+        task_group_name: "tg".to_string(),
+        ..Default::default()
+    };
+    rm.node(100, vec![recovered]);
+    rm.group_asks(&[("ph", 10, 1, true), ("real", 10, 2, false)]);
+    rm.sched.settle();
+    assert_eq!(rm.replaced(), ["ph-0"]);
+}
+
+/// Core bug 9: a real ask whose last allocation was released while a
+/// replacement for it was in flight was dropped; sent again, it started over
+/// at maxAllocations, and the confirmed replacement then came on top.
+#[test]
+fn regression_ask_outlives_its_replacement_in_flight() {
+    let rm = Rm::new();
+    rm.gang_app(20);
+    rm.node(100, vec![]);
+    rm.group_asks(&[("ph", 10, 2, true), ("real", 10, 2, false)]);
+    rm.sched.settle();
+    assert_eq!(rm.replaced().len(), 2);
+    rm.confirm_replaced("ph-0");
+    rm.release_id("real-0");
+    rm.group_asks(&[("real", 10, 2, false)]);
+    assert_eq!(rm.pending("real"), 0);
+    rm.confirm_replaced("ph-1");
+    let snap = rm.snapshot().unwrap();
+    let reals = snap
+        .allocations
+        .iter()
+        .filter(|a| a.allocation_key == "real")
+        .count();
+    assert_eq!((reals, rm.pending("real")), (1, 0));
 }

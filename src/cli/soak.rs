@@ -37,6 +37,10 @@ pub struct SoakArgs {
     /// Steer clear of the known core bugs (see RELIABILITY.md) to look past them.
     #[arg(long)]
     pub avoid_known_bugs: bool,
+    /// Leave out the gang and preemption operations (the operation mix from
+    /// before they were added).
+    #[arg(long)]
+    pub no_gang: bool,
     /// Stop at the first seed with a violation.
     #[arg(long)]
     pub fail_fast: bool,
@@ -70,6 +74,7 @@ pub fn run(args: SoakArgs) -> ExitCode {
             nodes: args.nodes,
             fault_rate: args.fault_rate,
             avoid_known_bugs: args.avoid_known_bugs,
+            gang_ops: !args.no_gang,
             ..Default::default()
         };
         let report = soak::run_seed(&options, only.as_deref(), !args.no_shrink);
@@ -133,7 +138,7 @@ fn print_failure(args: &SoakArgs, seed: u64, f: &soak::Failure, report: &soak::S
         rf.step
     );
     println!(
-        "    unisched soak --seed {seed} --steps {} --nodes {} --fault-rate {}{} --ops {}",
+        "    unisched soak --seed {seed} --steps {} --nodes {} --fault-rate {}{}{} --ops {}",
         args.steps,
         args.nodes,
         args.fault_rate,
@@ -142,6 +147,7 @@ fn print_failure(args: &SoakArgs, seed: u64, f: &soak::Failure, report: &soak::S
         } else {
             ""
         },
+        if args.no_gang { " --no-gang" } else { "" },
         soak::format_indices(kept)
     );
     for &i in kept {

@@ -133,6 +133,38 @@ pub const VALID: &[&str] = &[
 ",
 ];
 
+/// One queue's configured max: (queue path, memory, vcore in milli).
+pub type QueueMax = (&'static str, Option<i64>, Option<i64>);
+
+/// The configured max of every queue that has one in [`VALID`] (same order):
+/// (queue path, memory, vcore in milli); `None` is unlimited. Written out by
+/// hand so the RM's expectations do not come from the core's parser; a test
+/// holds the two together.
+pub const MAX: &[&[QueueMax]] = &[
+    &[],
+    &[("root.a", Some(300), Some(30_000))],
+    &[
+        ("root.b", Some(500), Some(60_000)),
+        ("root.b.b1", Some(200), None),
+    ],
+    &[("root.a", Some(400), None)],
+    &[("root.b", Some(900), Some(100_000))],
+    &[],
+    &[("root.b", Some(800), None)],
+];
+
+/// True when `size` (memory, vcore) fits under the max of `queue` and of every
+/// queue above it in the configuration `text` (one of [`VALID`]).
+pub fn fits_queue_max(text: &str, queue: &str, size: (i64, i64)) -> bool {
+    let Some(i) = VALID.iter().position(|v| *v == text) else {
+        return true;
+    };
+    MAX[i].iter().all(|&(path, memory, vcore)| {
+        let above = queue == path || queue.starts_with(&format!("{path}."));
+        !above || memory.is_none_or(|m| size.0 <= m) && vcore.is_none_or(|v| size.1 <= v)
+    })
+}
+
 /// Invalid configurations: broken YAML, an unknown key, a negative quantity, a
 /// child max above its parent's, a duplicate queue.
 pub const INVALID: &[&str] = &[
@@ -177,3 +209,42 @@ pub const INVALID: &[&str] = &[
           - name: A
 ",
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn walk(q: &unisched_core::config::QueueConfig, path: &str, out: &mut Vec<String>) {
+        if !q.max.is_empty() {
+            out.push(format!("{path} {:?}", q.max));
+        }
+        for c in &q.queues {
+            walk(c, &format!("{path}.{}", c.name), out);
+        }
+    }
+
+    #[test]
+    fn the_max_table_matches_the_configurations() {
+        assert_eq!(MAX.len(), VALID.len());
+        for (text, table) in VALID.iter().zip(MAX) {
+            let config = unisched_core::config::parse(text).expect("valid");
+            let root = &config.partitions[0].root;
+            let mut parsed = Vec::new();
+            walk(root, &root.name, &mut parsed);
+            let mine: Vec<String> = table
+                .iter()
+                .map(|(path, m, v)| {
+                    let mut max = std::collections::BTreeMap::new();
+                    if let Some(m) = m {
+                        max.insert("memory".to_string(), *m);
+                    }
+                    if let Some(v) = v {
+                        max.insert("vcore".to_string(), *v);
+                    }
+                    format!("{path} {max:?}")
+                })
+                .collect();
+            assert_eq!(parsed, mine);
+        }
+    }
+}

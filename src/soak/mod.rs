@@ -15,6 +15,9 @@
 //! allocations released by id, key and whole app, configuration reloads (valid,
 //! invalid, source unavailable), RM re-registration with recovery, virtual time
 //! jumps past the Completing grace period, and callbacks that fail or panic.
+//!
+//! `UNISCHED_SOAK_TRACE=1` prints every operation, what the RM sends and what
+//! the core answers to stderr, to read a reproduction.
 
 pub mod callback;
 pub mod check;
@@ -51,7 +54,8 @@ pub struct SoakOptions {
     pub avoid_known_bugs: bool,
     /// Also run the gang and preemption operations (gang apps, placeholder and
     /// real asks, asks allowed to preempt, configurations with guarantees and
-    /// preemption policies). Off by default: see `RELIABILITY.md` (open items).
+    /// preemption policies). On by default; off gives the operation mix from
+    /// before they were added (`unisched soak --no-gang`).
     pub gang_ops: bool,
 }
 
@@ -64,7 +68,7 @@ impl Default for SoakOptions {
             fault_rate: 0.05,
             stall: Duration::from_secs(60),
             avoid_known_bugs: false,
-            gang_ops: std::env::var_os("UNISCHED_SOAK_GANG").is_some(),
+            gang_ops: true,
         }
     }
 }

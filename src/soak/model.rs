@@ -3,8 +3,9 @@
 //!
 //! Ask bookkeeping mirrors the SI contract the core documents: an ask wants
 //! `max(1, maxAllocations)` allocations; sending the same key again sets the
-//! pending count to that minus the allocations it already had; an ask lives
-//! while it is pending or has live allocations.
+//! pending count to that minus the allocations it already had (a replacement
+//! in flight counts as had); an ask lives while it is pending, has live
+//! allocations or a replacement in flight.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -85,8 +86,8 @@ pub struct Model {
     /// that took one of its pending allocations.
     pub replacing: BTreeMap<String, (String, String)>,
     /// Confirmed replacements whose real allocation is due: real ask to the
-    /// nodes of the confirmed placeholders.
-    pub awaiting_real: BTreeMap<(String, String), Vec<String>>,
+    /// node and size of each confirmed placeholder.
+    pub awaiting_real: BTreeMap<(String, String), Vec<(String, Size)>>,
 }
 
 /// Gang settings of an application, as submitted.
@@ -156,67 +157,94 @@ impl Model {
             });
         entry.size = size;
         let id = (app.to_string(), key.to_string());
-        let in_flight = self.replacing.values().filter(|r| **r == id).count()
-            + self.awaiting_real.get(&id).map_or(0, Vec::len);
+        let in_flight = self.in_flight(&id);
         let entry = self.asks.get_mut(&id).expect("just inserted");
         entry.pending = wanted
             .saturating_sub(entry.allocated_total)
             .saturating_sub(in_flight as u32);
     }
 
-    /// The RM released an ask: nothing more pending; it goes once no allocation is left.
+    /// Replacements by the real ask `id` started and not yet allocated.
+    pub fn in_flight(&self, id: &(String, String)) -> usize {
+        self.replacing.values().filter(|r| *r == id).count()
+            + self.awaiting_real.get(id).map_or(0, Vec::len)
+    }
+
+    /// The RM released an ask: nothing more pending; it goes once no
+    /// allocation is left (a replacement in flight counts as one).
     pub fn release_ask(&mut self, app: &str, key: &str) {
         let id = (app.to_string(), key.to_string());
-        // A released real ask takes no replacement any more.
+        // A released real ask takes no replacement any more, but one whose
+        // placeholder release the RM already confirmed was made at once.
         self.replacing.retain(|_, r| *r != id);
-        self.awaiting_real.remove(&id);
+        let in_flight = self.in_flight(&id);
         if let Some(a) = self.asks.get_mut(&id) {
             a.pending = 0;
-            if a.live == 0 {
+            if a.live == 0 && in_flight == 0 {
                 self.asks.remove(&id);
             }
         }
     }
 
-    /// An allocation reported new by the core; `Err` when it breaks the contract.
-    pub fn allocated(&mut self, id: &str, alloc: AllocModel) -> Result<(), String> {
+    /// An allocation reported new by the core; `Err` when it breaks the
+    /// contract. `Ok(true)` for the real allocation of a confirmed
+    /// replacement: it takes its placeholder's place and adds no usage, so
+    /// node and queue limits do not apply to it.
+    pub fn allocated(&mut self, id: &str, alloc: AllocModel) -> Result<bool, String> {
         if let Some(old) = self.allocs.get(id) {
             return Err(format!(
                 "allocation id {id} reported new while still live ({old:?}); new one: {alloc:?}"
             ));
         }
-        if !self.apps.contains_key(&alloc.app) {
-            return Err(format!(
-                "allocation {id} for application {} the RM does not know",
-                alloc.app
-            ));
-        }
-        if !self.nodes.contains_key(&alloc.node) {
+        let ask_id = (alloc.app.clone(), alloc.key.clone());
+        // A confirmed replacement is made when the RM confirms, on its
+        // placeholder's node (checked below): the node or the app may have
+        // gone right after, and the callbacks report that first.
+        let confirmed = self.awaiting_real.contains_key(&ask_id);
+        if !confirmed && !self.nodes.contains_key(&alloc.node) {
             return Err(format!(
                 "allocation {id} on node {} the RM does not know",
                 alloc.node
             ));
         }
-        let ask_id = (alloc.app.clone(), alloc.key.clone());
+        if !confirmed && !self.apps.contains_key(&alloc.app) {
+            return Err(format!(
+                "allocation {id} for application {} the RM does not know",
+                alloc.app
+            ));
+        }
         if let Some(nodes) = self.awaiting_real.get_mut(&ask_id) {
             // The real allocation of a confirmed replacement: on the
-            // placeholder's node, and already taken from the pending count.
-            let Some(i) = nodes.iter().position(|n| *n == alloc.node) else {
+            // placeholder's node, no larger than it, and already taken from
+            // the pending count.
+            let Some(i) = nodes.iter().position(|(n, _)| *n == alloc.node) else {
                 return Err(format!(
                     "real allocation {id} of {} on {}, its replaced placeholders were on {nodes:?}",
                     alloc.key, alloc.node
                 ));
             };
-            nodes.remove(i);
+            let (_, placeholder) = nodes.remove(i);
+            if alloc.size.0 > placeholder.0 || alloc.size.1 > placeholder.1 {
+                return Err(format!(
+                    "real allocation {id} of {} ({:?}) replaced a smaller placeholder ({placeholder:?})",
+                    alloc.key, alloc.size
+                ));
+            }
             if nodes.is_empty() {
                 self.awaiting_real.remove(&ask_id);
             }
-            if let Some(a) = self.asks.get_mut(&ask_id) {
-                a.allocated_total += 1;
-                a.live += 1;
-            }
+            // The RM may have released the ask since it confirmed: the
+            // allocation keeps a record that wants nothing more.
+            let a = self.asks.entry(ask_id).or_insert(AskModel {
+                size: alloc.size,
+                pending: 0,
+                allocated_total: 0,
+                live: 0,
+            });
+            a.allocated_total += 1;
+            a.live += 1;
             self.allocs.insert(id.to_string(), alloc);
-            return Ok(());
+            return Ok(true);
         }
         match self.asks.get_mut(&ask_id) {
             Some(a) if a.pending > 0 => {
@@ -232,7 +260,7 @@ impl Model {
             }
         }
         self.allocs.insert(id.to_string(), alloc);
-        Ok(())
+        Ok(false)
     }
 
     /// An allocation the RM re-reports after registering again: it satisfies
@@ -293,11 +321,14 @@ impl Model {
     /// allocation without reporting it again; a replaced placeholder's real
     /// allocation is due on its node.
     pub fn release_confirmed(&mut self, id: &str) {
-        let node = self.allocs.get(id).map(|a| a.node.clone());
+        let placeholder = self.allocs.get(id).map(|a| (a.node.clone(), a.size));
         if let Some(real) = self.replacing.remove(id)
-            && let Some(node) = node
+            && let Some(placeholder) = placeholder
         {
-            self.awaiting_real.entry(real).or_default().push(node);
+            self.awaiting_real
+                .entry(real)
+                .or_default()
+                .push(placeholder);
         }
         let _ = self.released(id);
     }
@@ -315,9 +346,10 @@ impl Model {
             a.pending += 1;
         }
         let ask_id = (alloc.app, alloc.key);
+        let in_flight = self.in_flight(&ask_id);
         if let Some(a) = self.asks.get_mut(&ask_id) {
             a.live = a.live.saturating_sub(1);
-            if a.live == 0 && a.pending == 0 {
+            if a.live == 0 && a.pending == 0 && in_flight == 0 {
                 self.asks.remove(&ask_id);
             }
         }
@@ -338,7 +370,6 @@ impl Model {
         if state == "Completed" || state == "Failed" {
             self.apps.remove(app);
             self.gone.insert(app.to_string());
-            self.awaiting_real.retain(|(a, _), _| a != app);
             let left: Vec<_> = self.allocs.values().filter(|a| a.app == app).collect();
             if !left.is_empty() && state == "Completed" {
                 return Err(format!(
@@ -516,7 +547,7 @@ mod tests {
             node: "n".into(),
             size: (10, 100),
         };
-        assert!(m.allocated("k-0", alloc.clone()).is_ok());
+        assert_eq!(m.allocated("k-0", alloc.clone()), Ok(false));
         assert!(m.allocated("k-0", alloc).is_err());
         assert!(m.released("k-0").is_ok());
         assert!(m.released("k-0").is_err());

@@ -81,6 +81,9 @@ struct Intents {
     ask_rejection: Option<String>,
     alloc_rejection: Option<String>,
     recovered: BTreeSet<(String, String)>,
+    /// Gang applications (new or re-reported) whose placeholders exceed the
+    /// max of a queue on their path: the core must refuse them.
+    refused_gangs: BTreeSet<String>,
 }
 
 /// One simulated RM and the core it drives.
@@ -104,6 +107,9 @@ pub struct Sim {
     intents: Intents,
     seed: u64,
     step_no: usize,
+    /// Prints every operation and everything the core sends back to stderr
+    /// (`UNISCHED_SOAK_TRACE`), to read a reproduction.
+    pub trace: bool,
     /// Confirmations the slow RM sends later: (step due, allocation id).
     confirm_queue: Vec<(usize, String)>,
     /// Priority of every live allocation, as reported.
@@ -192,6 +198,7 @@ impl Sim {
             intents: Intents::default(),
             seed,
             step_no: 0,
+            trace: std::env::var_os("UNISCHED_SOAK_TRACE").is_some(),
             confirm_queue: Vec::new(),
             alloc_priority: BTreeMap::new(),
         };
@@ -251,6 +258,35 @@ impl Sim {
     }
 
     fn allocation(&self, req: si::AllocationRequest) {
+        if self.trace {
+            for a in &req.asks {
+                let size = size_of(a.resource_ask.as_ref());
+                eprintln!(
+                    "  -> ask {}/{} {size:?} x{} group {:?}{}",
+                    a.application_id,
+                    a.allocation_key,
+                    a.max_allocations,
+                    a.task_group_name,
+                    if a.placeholder { " placeholder" } else { "" }
+                );
+            }
+            for r in req.releases.iter().flat_map(|r| &r.allocations_to_release) {
+                eprintln!(
+                    "  -> release {}/{}/{} {:?}",
+                    r.application_id,
+                    r.allocation_key,
+                    r.allocation_id,
+                    si::TerminationType::try_from(r.termination_type)
+                );
+            }
+            for r in req
+                .releases
+                .iter()
+                .flat_map(|r| &r.allocation_asks_to_release)
+            {
+                eprintln!("  -> release ask {}/{}", r.application_id, r.allocation_key);
+            }
+        }
         let _ = self.sched.update_allocation(si::AllocationRequest {
             rm_id: RM.to_string(),
             ..req
@@ -258,6 +294,14 @@ impl Sim {
     }
 
     fn apps(&self, req: si::ApplicationRequest) {
+        if self.trace {
+            for a in &req.new {
+                eprintln!("  -> add app {} to {}", a.application_id, a.queue_name);
+            }
+            for a in &req.remove {
+                eprintln!("  -> remove app {}", a.application_id);
+            }
+        }
         let _ = self.sched.update_application(si::ApplicationRequest {
             rm_id: RM.to_string(),
             ..req
@@ -271,6 +315,9 @@ impl Sim {
     /// Runs one operation as step `step` and returns every violation found.
     pub fn step(&mut self, step: usize, op: &Op) -> Vec<String> {
         self.step_no = step;
+        if self.trace {
+            eprintln!("[{step}] -> {op:?}");
+        }
         let due: Vec<String> = self
             .confirm_queue
             .iter()
@@ -516,7 +563,6 @@ impl Sim {
                 self.model.apps.remove(&id);
                 self.model.gone.insert(id.clone());
                 self.model.asks.retain(|(a, _), _| *a != id);
-                self.model.awaiting_real.retain(|(a, _), _| *a != id);
                 self.model.replacing.retain(|_, (a, _)| *a != id);
                 self.apps(si::ApplicationRequest {
                     remove: vec![si::RemoveApplicationRequest {
@@ -677,6 +723,9 @@ impl Sim {
                     groups,
                 };
                 self.intents.apps.insert(id.clone(), queue.clone());
+                if !configs::fits_queue_max(&self.config, &queue, gang.placeholder_ask) {
+                    self.intents.refused_gangs.insert(id.clone());
+                }
                 self.apps(si::ApplicationRequest {
                     new: vec![Self::gang_app(&id, &queue, Some(&gang))],
                     ..Default::default()
@@ -767,6 +816,13 @@ impl Sim {
     /// pending asks; `asks_first` re-reports asks before the allocations.
     fn reregister(&mut self, asks_first: bool) -> Vec<String> {
         let mut out = Vec::new();
+        // First what the old core answered to confirmations sent this step
+        // (a replacement's real allocation): the RM re-reports it.
+        self.sched.settle();
+        let mut intents = std::mem::take(&mut self.intents);
+        let (mut new, mut failed) = (Vec::new(), Vec::new());
+        self.absorb(self.step_no, &mut intents, &mut out, &mut new, &mut failed);
+        self.intents = intents;
         if let Err(e) = self.register() {
             out.push(format!("re-registration failed: {e}"));
             return out;
@@ -778,9 +834,14 @@ impl Sim {
             .iter()
             .map(|(id, a)| (id.clone(), a.queue.clone()))
             .collect();
-        for (id, _) in &apps {
+        for (id, queue) in &apps {
             self.model.app_states.insert(id.clone(), "New".to_string());
             self.intents.readded.insert(id.clone());
+            if let Some(g) = self.model.gangs.get(id)
+                && !configs::fits_queue_max(&self.config, queue, g.placeholder_ask)
+            {
+                self.intents.refused_gangs.insert(id.clone());
+            }
         }
         self.apps(si::ApplicationRequest {
             new: apps
@@ -895,22 +956,25 @@ impl Sim {
         out
     }
 
-    /// Settles, applies the callbacks to the model and checks everything.
-    fn finish_step(&mut self, step: usize) -> Vec<String> {
-        self.sched.settle();
-        self.counts.steps += 1;
-        self.counts.callback_faults = self.callback.faults();
-        let mut out = Vec::new();
-        let mut new = Vec::new();
-        let mut intents = std::mem::take(&mut self.intents);
-        let mut failed = Vec::new();
-        // Rounds: the RM confirms some core-initiated releases at once, which
-        // the core answers (a replacement's real allocation, a preemptor placed).
+    /// Applies what the core sent to the model; the RM confirms some
+    /// core-initiated releases at once, in rounds, which the core answers (a
+    /// replacement's real allocation, a preemptor placed).
+    fn absorb(
+        &mut self,
+        step: usize,
+        intents: &mut Intents,
+        out: &mut Vec<String>,
+        new: &mut Vec<(String, String)>,
+        failed: &mut Vec<String>,
+    ) {
         for _round in 0..32 {
             let mut started = Vec::new();
             for item in self.callback.take() {
+                if self.trace {
+                    eprintln!("  [{step}] <- {item:?}");
+                }
                 match item {
-                    Inbound::Node(r) => self.on_nodes(r, &mut intents),
+                    Inbound::Node(r) => self.on_nodes(r, intents),
                     Inbound::Application(r) => {
                         failed.extend(
                             r.updated
@@ -918,10 +982,10 @@ impl Sim {
                                 .filter(|u| u.state == "Failed")
                                 .map(|u| u.application_id.clone()),
                         );
-                        out.extend(self.on_apps(r, &mut intents))
+                        out.extend(self.on_apps(r, intents))
                     }
                     Inbound::Allocation(r) => {
-                        out.extend(self.on_allocations(r, &mut intents, &mut new, &mut started))
+                        out.extend(self.on_allocations(r, intents, new, &mut started))
                     }
                     Inbound::AskTimedOut(app, key) => self.model.release_ask(&app, &key),
                 }
@@ -944,6 +1008,18 @@ impl Sim {
             self.confirm(&now);
             self.sched.settle();
         }
+    }
+
+    /// Settles, applies the callbacks to the model and checks everything.
+    fn finish_step(&mut self, step: usize) -> Vec<String> {
+        self.sched.settle();
+        self.counts.steps += 1;
+        self.counts.callback_faults = self.callback.faults();
+        let mut out = Vec::new();
+        let mut new = Vec::new();
+        let mut intents = std::mem::take(&mut self.intents);
+        let mut failed = Vec::new();
+        self.absorb(step, &mut intents, &mut out, &mut new, &mut failed);
         if let Some(key) = intents.ask_rejection {
             out.push(format!("bad ask {key} was not rejected"));
         }
@@ -973,6 +1049,19 @@ impl Sim {
                 out.push(format!(
                     "application {app} Failed with allocations left: RM {left:?}, core {core}"
                 ));
+            }
+        }
+        if self.trace {
+            for a in &snap.applications {
+                let asks: Vec<_> = a
+                    .pending_asks
+                    .iter()
+                    .map(|k| (&k.allocation_key, k.pending_allocations))
+                    .collect();
+                eprintln!(
+                    "  = {} {} {:?} pending {asks:?}",
+                    a.id, a.state, a.allocated
+                );
             }
         }
         out.extend(self.model.compare(&snap));
@@ -1095,6 +1184,12 @@ impl Sim {
     fn on_apps(&mut self, r: si::ApplicationResponse, intents: &mut Intents) -> Vec<String> {
         let mut out = Vec::new();
         for a in r.accepted {
+            if intents.refused_gangs.contains(&a.application_id) {
+                out.push(format!(
+                    "gang application {} accepted with placeholders above a queue max",
+                    a.application_id
+                ));
+            }
             if let Some(queue) = intents.apps.remove(&a.application_id) {
                 self.model
                     .apps
@@ -1103,8 +1198,20 @@ impl Sim {
         }
         for rej in r.rejected {
             self.counts.rejections += 1;
-            intents.apps.remove(&rej.application_id);
-            if intents.readded.contains(&rej.application_id) {
+            let new = intents.apps.remove(&rej.application_id).is_some();
+            let id = &rej.application_id;
+            if intents.refused_gangs.contains(id) {
+                // Placeholders above a queue max (a reload may have lowered
+                // it since the app was accepted): the RM drops the app.
+                self.model.apps.remove(id);
+                self.model.gone.insert(id.clone());
+                self.model.asks.retain(|(a, _), _| a != id);
+                self.model.allocs.retain(|_, a| a.app != *id);
+                self.model.awaiting_real.retain(|(a, _), _| a != id);
+                self.model.replacing.retain(|_, (a, _)| a != id);
+            } else if new && self.model.gangs.contains_key(id) {
+                out.push(format!("gang application {id} refused: {}", rej.reason));
+            } else if intents.readded.contains(&rej.application_id) {
                 out.push(format!(
                     "application {} refused when re-reported: {}",
                     rej.application_id, rej.reason
@@ -1128,9 +1235,17 @@ impl Sim {
         started: &mut Vec<String>,
     ) -> Vec<String> {
         let mut out = Vec::new();
+        // One response carries everything since the last one: an allocation the
+        // RM already held was released before any new one in it was made (a
+        // new one may use what it freed), a new one released in the same
+        // response after it was made.
+        let (before, after): (Vec<_>, Vec<_>) = r
+            .released
+            .into_iter()
+            .partition(|rel| self.model.allocs.contains_key(&rel.allocation_id));
+        self.on_released(before, started, &mut out);
         for a in r.new {
             self.counts.allocations += 1;
-            new.push((a.node_id.clone(), a.application_id.clone()));
             self.alloc_priority
                 .insert(a.allocation_id.clone(), a.priority);
             let alloc = AllocModel {
@@ -1139,27 +1254,14 @@ impl Sim {
                 node: a.node_id,
                 size: size_of(a.resource_per_alloc.as_ref()),
             };
-            if let Err(e) = self.model.allocated(&a.allocation_id, alloc) {
-                out.push(e);
+            let (node, app) = (alloc.node.clone(), alloc.app.clone());
+            match self.model.allocated(&a.allocation_id, alloc) {
+                Ok(false) => new.push((node, app)),
+                Ok(true) => {}
+                Err(e) => out.push(e),
             }
         }
-        for rel in r.released {
-            let t = rel.termination_type;
-            let first = !self.model.releasing.contains_key(&rel.allocation_id);
-            if (t == REPLACED || t == PREEMPTED) && first {
-                // Core-initiated: the allocation stays until the RM confirms.
-                match self.model.release_started(&rel.allocation_id, t) {
-                    Ok(()) => started.push(rel.allocation_id),
-                    Err(e) => out.push(e),
-                }
-                continue;
-            }
-            self.counts.releases += 1;
-            self.alloc_priority.remove(&rel.allocation_id);
-            if let Err(e) = self.model.released(&rel.allocation_id) {
-                out.push(e);
-            }
-        }
+        self.on_released(after, started, &mut out);
         for rej in r.rejected {
             self.counts.rejections += 1;
             let id = (rej.application_id.clone(), rej.allocation_key.clone());
@@ -1168,10 +1270,11 @@ impl Sim {
             } else if let Some(i) = intents.ask_undo.iter().position(|(k, _)| *k == id) {
                 let (_, old) = intents.ask_undo.remove(i);
                 match old {
-                    Some(old) => {
+                    // A refused gang app's asks go with it.
+                    Some(old) if !intents.refused_gangs.contains(&id.0) => {
                         self.model.asks.insert(id, old);
                     }
-                    None => {
+                    _ => {
                         self.model.asks.remove(&id);
                     }
                 }
@@ -1187,6 +1290,11 @@ impl Sim {
             let id = (rej.application_id.clone(), rej.allocation_key.clone());
             if intents.alloc_rejection.as_deref() == Some(rej.allocation_key.as_str()) {
                 intents.alloc_rejection = None;
+            } else if intents.refused_gangs.contains(&id.0) {
+                // The allocations of a refused gang application go with it.
+                self.model
+                    .allocs
+                    .retain(|_, a| !(a.app == id.0 && a.key == id.1));
             } else if intents.recovered.contains(&id) {
                 out.push(format!(
                     "recovered allocation {} of {} refused: {}",
@@ -1203,5 +1311,32 @@ impl Sim {
             }
         }
         out
+    }
+
+    /// Releases the core reported: core-initiated ones start waiting for the
+    /// RM's confirmation, the others leave the model.
+    fn on_released(
+        &mut self,
+        released: Vec<si::AllocationRelease>,
+        started: &mut Vec<String>,
+        out: &mut Vec<String>,
+    ) {
+        for rel in released {
+            let t = rel.termination_type;
+            let first = !self.model.releasing.contains_key(&rel.allocation_id);
+            if (t == REPLACED || t == PREEMPTED) && first {
+                // Core-initiated: the allocation stays until the RM confirms.
+                match self.model.release_started(&rel.allocation_id, t) {
+                    Ok(()) => started.push(rel.allocation_id),
+                    Err(e) => out.push(e),
+                }
+                continue;
+            }
+            self.counts.releases += 1;
+            self.alloc_priority.remove(&rel.allocation_id);
+            if let Err(e) = self.model.released(&rel.allocation_id) {
+                out.push(e);
+            }
+        }
     }
 }

@@ -532,6 +532,9 @@ impl Partition {
         let allocation_key = key.to_string();
         self.asks[ask].next_id = number + 1;
         let id: std::sync::Arc<str> = std::sync::Arc::from(id_text.as_str());
+        // A real ask the pass already passed over may replace this placeholder:
+        // another round, so a settled core has nothing left to do.
+        ctx.rerun |= placeholder && self.gang_real_ask_pending(app, &task_group);
         let wire = si::Allocation {
             allocation_key,
             allocation_tags: tags,

@@ -162,6 +162,16 @@ impl Partition {
             .is_some_and(|c| c.outstanding() > 0)
     }
 
+    /// True when a real ask of `group` has something pending: a placeholder
+    /// of the group just placed may be what it waits for, even if the pass
+    /// already passed over it.
+    pub(super) fn gang_real_ask_pending(&self, app: AppId, group: &str) -> bool {
+        self.apps[app].asks.values().any(|&a| {
+            let a = &self.asks[a];
+            !a.placeholder && a.pending > 0 && a.task_group() == group
+        })
+    }
+
     /// Placeholder allocations of an application not being released, oldest first.
     fn live_placeholders(&self, app: AppId, group: Option<&str>) -> Vec<AllocId> {
         let mut out: Vec<AllocId> = self.apps[app]
@@ -208,7 +218,7 @@ impl Partition {
             self.take_one_pending(app, ask);
             self.allocs[ph].releasing = Some(PendingRelease {
                 termination: si::TerminationType::PlaceholderReplaced,
-                replacement: Some(self.asks[ask].key.clone()),
+                replacement: Some((self.asks[ask].key.clone(), res)),
             });
             self.send_release(
                 ph,
@@ -240,18 +250,39 @@ impl Partition {
 
     /// The RM released a real ask while a placeholder's release for it was in
     /// flight: the placeholder still goes when confirmed, but nothing takes its
-    /// place and the ask is not given its allocation back.
+    /// place and the ask is not given its allocation back. The allocation
+    /// counted as made when the replacement started was never made.
     pub(super) fn forget_replacements_for(&mut self, app: AppId, key: &str) {
         if self.apps[app].gang.is_none() {
             return;
         }
+        let mut forgotten = 0;
         for id in self.app_allocations(app) {
             if let Some(r) = self.allocs[id].releasing.as_mut()
-                && r.replacement.as_deref() == Some(key)
+                && r.replacement.as_ref().is_some_and(|(k, _)| &**k == key)
             {
                 r.replacement = None;
+                forgotten += 1;
             }
         }
+        if let Some(&ask) = self.apps[app].asks.get(key) {
+            let a = &mut self.asks[ask];
+            a.allocated_total = a.allocated_total.saturating_sub(forgotten);
+        }
+    }
+
+    /// True while a placeholder's replacement by the real ask `key` waits for
+    /// the RM's confirmation: that ask must live until then, even with
+    /// nothing pending and no allocation left.
+    pub(super) fn replacement_in_flight(&self, app: AppId, key: &str) -> bool {
+        self.apps[app].gang.is_some()
+            && self.app_allocations(app).into_iter().any(|id| {
+                self.allocs[id]
+                    .releasing
+                    .as_ref()
+                    .and_then(|r| r.replacement.as_ref())
+                    .is_some_and(|(k, _)| &**k == key)
+            })
     }
 
     /// Undoes `take_one_pending` (a replacement or preemption fell through).
@@ -291,9 +322,9 @@ impl Partition {
             .and_then(|r| r.replacement.clone());
         let alloc = self.remove_allocation(id, termination);
         if termination == si::TerminationType::PlaceholderReplaced
-            && let Some(key) = replacement
+            && let Some((key, res)) = replacement
         {
-            self.place_replacement(alloc.app, &key, alloc.node, now);
+            self.place_replacement(alloc.app, &key, res, alloc.node, now);
         }
     }
 
@@ -307,7 +338,7 @@ impl Partition {
         let replacement = alloc
             .releasing
             .as_ref()
-            .and_then(|r| r.replacement.as_ref());
+            .and_then(|r| r.replacement.as_ref().map(|(k, _)| k));
         let replaced =
             termination == si::TerminationType::PlaceholderReplaced && replacement.is_some();
         if let Some(key) = replacement
@@ -347,8 +378,17 @@ impl Partition {
         }
     }
 
-    /// Makes the real allocation of a confirmed replacement on `node`.
-    fn place_replacement(&mut self, app: AppId, key: &Arc<str>, node: NodeId, now: u64) {
+    /// Makes the real allocation of a confirmed replacement on `node`, of the
+    /// size decided when the replacement started: the ask may have been sent
+    /// again larger since, and the allocation must not outgrow its placeholder.
+    fn place_replacement(
+        &mut self,
+        app: AppId,
+        key: &Arc<str>,
+        res: Resource,
+        node: NodeId,
+        now: u64,
+    ) {
         let Some(&ask) = self.apps[app].asks.get(key) else {
             return;
         };
@@ -371,7 +411,7 @@ impl Partition {
                 .iter()
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
-            resource_per_alloc: Some(table.to_si(&a.resource)),
+            resource_per_alloc: Some(table.to_si(&res)),
             priority: a.priority,
             node_id: self.nodes[node].id.to_string(),
             application_id: self.apps[app].id.to_string(),
@@ -385,7 +425,6 @@ impl Partition {
                 allow_preempt_other: a.allow_preempt_other,
             }),
         };
-        let res = *a.resource;
         self.insert_allocation(app, ask, node, Arc::from(id_text.as_str()), res, &wire, now);
         self.outbox.allocation.new.push(wire);
         if self.asks[ask].reported_state != 0 {

@@ -547,8 +547,9 @@ pub struct Allocation {
 pub struct PendingRelease {
     /// The termination type sent to the RM.
     pub termination: unisched_si::TerminationType,
-    /// Key of the real ask that takes a replaced placeholder's place.
-    pub replacement: Option<Arc<str>>,
+    /// Key of the real ask that takes a replaced placeholder's place, and
+    /// the size its allocation was decided with.
+    pub replacement: Option<(Arc<str>, Resource)>,
 }
 
 /// A node.

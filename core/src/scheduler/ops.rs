@@ -789,7 +789,10 @@ impl Partition {
         if let Some(&ask) = app.asks.get(&alloc.key) {
             let a = &mut self.asks[ask];
             a.allocs.retain(|x| *x != id);
-            if a.allocs.is_empty() && a.pending == 0 {
+            if a.allocs.is_empty()
+                && a.pending == 0
+                && !self.replacement_in_flight(alloc.app, &alloc.key)
+            {
                 self.unreserve(ask);
                 let a = self.asks.remove(ask);
                 self.apps[a.app].asks.remove(&a.key);
