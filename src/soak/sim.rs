@@ -173,8 +173,8 @@ impl Sim {
             config_source: Some(source.clone()),
             ..Default::default()
         };
-        // Opt-in: UNISCHED_SOAK_RESERVATION_TIMEOUT=<seconds> turns the
-        // reservation timeout on (RELIABILITY.md finding 5).
+        // UNISCHED_SOAK_RESERVATION_TIMEOUT=<seconds> replaces the default
+        // reservation timeout (60 s; RELIABILITY.md finding 5).
         if let Some(secs) = std::env::var("UNISCHED_SOAK_RESERVATION_TIMEOUT")
             .ok()
             .and_then(|s| s.parse::<u64>().ok())

@@ -73,15 +73,16 @@ pub struct SchedulerOptions {
     /// How long an ask waits without fitting any node before it reserves one.
     pub reservation_delay: Duration,
     /// How long a reservation is kept while the queue (or user) headroom
-    /// does not fit its ask; then it is cancelled. Off (`Duration::MAX`) by
-    /// default: with it on (60 s) the soak still finds, in about 1 seed of 200,
-    /// an ask that a later pass places although the pass before it settled
-    /// (RELIABILITY.md), so it stays opt-in until that is understood.
+    /// does not fit its ask; then it is cancelled and the node is free for
+    /// other asks again. Default 60 s; `Duration::MAX` turns it off.
     pub reservation_timeout: Duration,
     /// Most allocations made before the loop looks for new requests and sends
     /// results out (bounds callback latency under load).
     pub max_allocations_per_pass: usize,
 }
+
+/// Default of [`SchedulerOptions::reservation_timeout`].
+pub const DEFAULT_RESERVATION_TIMEOUT: Duration = Duration::from_secs(60);
 
 impl Default for SchedulerOptions {
     fn default() -> Self {
@@ -90,7 +91,7 @@ impl Default for SchedulerOptions {
             config_source: None,
             completing_timeout: Duration::from_secs(30),
             reservation_delay: Duration::from_secs(2),
-            reservation_timeout: Duration::MAX,
+            reservation_timeout: DEFAULT_RESERVATION_TIMEOUT,
             max_allocations_per_pass: 512,
         }
     }
