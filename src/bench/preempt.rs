@@ -8,11 +8,12 @@
 //! again until a settle brings no new release.
 
 use std::collections::{HashMap, HashSet};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use unisched_shim_api::SchedulerApi;
 use unisched_si as si;
 
+use crate::workload::driver::Submitted;
 use crate::workload::{self, Cluster, RunMeasurement, Workload, WorkloadError};
 
 /// Runs `workload` on a fresh core, confirming the core's releases.
@@ -37,15 +38,8 @@ pub fn run_confirming(workload: Workload) -> Result<RunMeasurement, WorkloadErro
         })
         .collect();
     let cluster = Cluster::start(&config, &partition, apps, nodes)?;
-    let mut batch_of_key: HashMap<String, usize> = HashMap::new();
-    for (b, batch) in ask_batches.iter().enumerate() {
-        batch_of_key.extend(batch.iter().map(|a| (a.allocation_key.clone(), b)));
-    }
-    let asks = batch_of_key.len();
-    let mut submitted_at = Vec::with_capacity(ask_batches.len());
-    for batch in ask_batches {
-        submitted_at.push(cluster.submit(batch)?);
-    }
+    let submitted = Submitted::all(&cluster, ask_batches)?;
+    let asks = submitted.asks();
     let start = Instant::now();
     let mut confirmed: HashSet<String> = HashSet::new();
     loop {
@@ -92,19 +86,7 @@ pub fn run_confirming(workload: Workload) -> Result<RunMeasurement, WorkloadErro
             })?;
     }
     let end = Instant::now();
-    let (allocations, mut latencies) = cluster.callback.with_record(|r| {
-        let latencies: Vec<Duration> = r
-            .allocations
-            .iter()
-            .filter_map(|a| {
-                let batch = *batch_of_key.get(&a.allocation_key)?;
-                let arrived = *r.arrivals.get(a.arrival as usize)?;
-                Some(arrived.saturating_duration_since(submitted_at[batch]))
-            })
-            .collect();
-        (r.allocations.len(), latencies)
-    });
-    latencies.sort_unstable();
+    let (allocations, latencies) = submitted.latencies(&cluster);
     cluster.scheduler.shutdown();
     Ok(RunMeasurement {
         workload: name,

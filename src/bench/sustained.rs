@@ -10,10 +10,9 @@
 //! next call carries the asks that were due, so the average rate holds; the
 //! report gives the rate actually achieved.
 
-use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use crate::workload::driver::{Cluster, WorkloadError, quantile};
+use crate::workload::driver::{Cluster, Submitted, WorkloadError, quantile};
 use crate::workload::shapes;
 
 /// What to run.
@@ -86,11 +85,6 @@ pub fn run(options: &SustainedOptions) -> Result<SustainedReport, WorkloadError>
             asks.by_ref().take(end - start).collect()
         })
         .collect();
-    let batch_of_key: HashMap<String, usize> = batches
-        .iter()
-        .enumerate()
-        .flat_map(|(b, batch)| batch.iter().map(move |a| (a.allocation_key.clone(), b)))
-        .collect();
     let cluster = Cluster::start(
         &workload.config,
         &workload.partition,
@@ -99,46 +93,35 @@ pub fn run(options: &SustainedOptions) -> Result<SustainedReport, WorkloadError>
     )?;
 
     let start = Instant::now();
-    let mut submitted_at = Vec::with_capacity(ticks);
+    let mut submitted = Submitted::new();
     for (i, batch) in batches.into_iter().enumerate() {
         let due = start + options.tick.mul_f64(i as f64);
         let now = Instant::now();
         if due > now {
             std::thread::sleep(due - now);
         }
-        submitted_at.push(cluster.submit(batch)?);
+        submitted.submit(&cluster, batch)?;
     }
     let submitting = start.elapsed();
-    let received = cluster
-        .callback
-        .wait_for_allocations(batch_of_key.len(), options.timeout);
-    if received < batch_of_key.len() {
+    let asks = submitted.asks();
+    let received = cluster.callback.wait_for_allocations(asks, options.timeout);
+    if received < asks {
         cluster.scheduler.shutdown();
         return Err(WorkloadError::Timeout {
-            expected: batch_of_key.len(),
+            expected: asks,
             received,
             waited: options.timeout,
         });
     }
-    let mut latencies: Vec<Duration> = cluster.callback.with_record(|r| {
-        r.allocations
-            .iter()
-            .filter_map(|a| {
-                let batch = *batch_of_key.get(&a.allocation_key)?;
-                let arrived = *r.arrivals.get(a.arrival as usize)?;
-                Some(arrived.saturating_duration_since(submitted_at[batch]))
-            })
-            .collect()
-    });
+    let (_, latencies) = submitted.latencies(&cluster);
     cluster.scheduler.shutdown();
-    latencies.sort_unstable();
     let ms = |q: f64| quantile(&latencies, q).as_secs_f64() * 1e3;
     Ok(SustainedReport {
         rate: options.rate,
-        achieved_rate: batch_of_key.len() as f64 / submitting.as_secs_f64().max(1e-9),
-        asks: batch_of_key.len(),
+        achieved_rate: asks as f64 / submitting.as_secs_f64().max(1e-9),
+        asks,
         allocations: latencies.len(),
-        calls: submitted_at.len(),
+        calls: submitted.calls(),
         nodes: options.nodes.max(1),
         latency_p50_ms: ms(0.5),
         latency_p99_ms: ms(0.99),

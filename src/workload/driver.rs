@@ -374,6 +374,75 @@ pub fn quantile(sorted: &[Duration], q: f64) -> Duration {
     sorted[rank]
 }
 
+/// The asks of a run as the RM submitted them: which call carried each ask
+/// key, and when each call was made.
+#[derive(Debug, Default)]
+pub struct Submitted {
+    batch_of_key: HashMap<String, usize>,
+    at: Vec<Instant>,
+}
+
+impl Submitted {
+    /// An empty record, for a caller that paces its own calls.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Submits each batch in its own call, one right after the other.
+    pub fn all(
+        cluster: &Cluster,
+        batches: Vec<Vec<si::AllocationAsk>>,
+    ) -> Result<Self, WorkloadError> {
+        let mut submitted = Self::new();
+        for batch in batches {
+            submitted.submit(cluster, batch)?;
+        }
+        Ok(submitted)
+    }
+
+    /// Submits one batch in one call and notes when.
+    pub fn submit(
+        &mut self,
+        cluster: &Cluster,
+        batch: Vec<si::AllocationAsk>,
+    ) -> Result<(), WorkloadError> {
+        let b = self.at.len();
+        self.batch_of_key
+            .extend(batch.iter().map(|a| (a.allocation_key.clone(), b)));
+        self.at.push(cluster.submit(batch)?);
+        Ok(())
+    }
+
+    /// Distinct ask keys submitted.
+    pub fn asks(&self) -> usize {
+        self.batch_of_key.len()
+    }
+
+    /// Calls made.
+    pub fn calls(&self) -> usize {
+        self.at.len()
+    }
+
+    /// The allocations received so far and, sorted, the latency of each one of
+    /// a submitted ask: from its call to the callback that carried it.
+    pub fn latencies(&self, cluster: &Cluster) -> (usize, Vec<Duration>) {
+        let (count, mut latencies) = cluster.callback.with_record(|r| {
+            let latencies: Vec<Duration> = r
+                .allocations
+                .iter()
+                .filter_map(|a| {
+                    let batch = *self.batch_of_key.get(&a.allocation_key)?;
+                    let arrived = *r.arrivals.get(a.arrival as usize)?;
+                    Some(arrived.saturating_duration_since(self.at[batch]))
+                })
+                .collect();
+            (r.allocations.len(), latencies)
+        });
+        latencies.sort_unstable();
+        (count, latencies)
+    }
+}
+
 /// Runs a workload on a fresh core: set-up is untimed; the timer starts after
 /// the last ask batch was handed over and stops when the callback holds every
 /// expected allocation (or the core settled, for workloads that leave asks
@@ -393,15 +462,8 @@ pub fn run_measured(
     } = workload;
     let node_count = nodes.len();
     let cluster = Cluster::start(&config, &partition, apps, nodes)?;
-    let mut batch_of_key: HashMap<String, usize> = HashMap::new();
-    for (b, batch) in ask_batches.iter().enumerate() {
-        batch_of_key.extend(batch.iter().map(|a| (a.allocation_key.clone(), b)));
-    }
-    let asks = batch_of_key.len();
-    let mut submitted_at = Vec::with_capacity(ask_batches.len());
-    for batch in ask_batches {
-        submitted_at.push(cluster.submit(batch)?);
-    }
+    let submitted = Submitted::all(&cluster, ask_batches)?;
+    let asks = submitted.asks();
     let start = Instant::now();
     let end = match expected_allocations {
         Some(expected) => {
@@ -423,19 +485,8 @@ pub fn run_measured(
             Instant::now()
         }
     };
-    let (allocations, released, mut latencies) = cluster.callback.with_record(|r| {
-        let latencies: Vec<Duration> = r
-            .allocations
-            .iter()
-            .filter_map(|a| {
-                let batch = *batch_of_key.get(&a.allocation_key)?;
-                let arrived = *r.arrivals.get(a.arrival as usize)?;
-                Some(arrived.saturating_duration_since(submitted_at[batch]))
-            })
-            .collect();
-        (r.allocations.len(), r.released.len(), latencies)
-    });
-    latencies.sort_unstable();
+    let (allocations, latencies) = submitted.latencies(&cluster);
+    let released = cluster.callback.with_record(|r| r.released.len());
     cluster.scheduler.shutdown();
     Ok(RunMeasurement {
         workload: name,
