@@ -114,6 +114,10 @@ pub struct Sim {
     confirm_queue: Vec<(usize, String)>,
     /// Priority of every live allocation, as reported.
     alloc_priority: BTreeMap<String, i32>,
+    /// Victims of preemption still waiting for the RM's confirmation: the
+    /// (application, ask) the core named in the release as the one it makes
+    /// room for.
+    preempted_for: BTreeMap<String, (String, String)>,
 }
 
 const REPLACED: i32 = si::TerminationType::PlaceholderReplaced as i32;
@@ -201,6 +205,7 @@ impl Sim {
             trace: std::env::var_os("UNISCHED_SOAK_TRACE").is_some(),
             confirm_queue: Vec::new(),
             alloc_priority: BTreeMap::new(),
+            preempted_for: BTreeMap::new(),
         };
         let mut violations = Vec::new();
         if let Err(e) = sim.register() {
@@ -1101,48 +1106,36 @@ impl Sim {
         out
     }
 
-    /// Preemption laws for victims just released: the node is reserved for
-    /// the asker, which is of another application and has at least the
-    /// victim's priority.
+    /// Preemption laws for victims just released, against the ask the core
+    /// named in each release: of another application, and of at least the
+    /// victim's priority (as the RM last sent both).
     fn check_preemptions(&self, started: &[String]) -> Vec<String> {
         let mut out = Vec::new();
-        let victims: Vec<&String> = started
-            .iter()
-            .filter(|id| self.model.releasing.get(*id) == Some(&PREEMPTED))
-            .collect();
-        if victims.is_empty() {
-            return out;
-        }
-        let Some(snap) = self.snapshot() else {
-            return out;
-        };
-        for id in victims {
-            let Some(v) = self.model.allocs.get(id) else {
+        for id in started {
+            if self.model.releasing.get(id) != Some(&PREEMPTED) {
+                continue;
+            }
+            let (Some(v), Some((app, key))) =
+                (self.model.allocs.get(id), self.preempted_for.get(id))
+            else {
                 continue;
             };
-            let Some(key) = snap.node(&v.node).and_then(|n| n.reserved_by.clone()) else {
-                continue;
-            };
-            let asker = snap.applications.iter().find_map(|a| {
-                a.pending_asks
-                    .iter()
-                    .find(|k| k.allocation_key == key && k.reserved_node.as_ref() == Some(&v.node))
-                    .map(|k| (a.id.clone(), k.priority))
-            });
-            let Some((app, priority)) = asker else {
-                continue;
-            };
-            let vp = self.alloc_priority.get(id).copied().unwrap_or(0);
-            if app == v.app {
+            if *app == v.app {
                 out.push(format!(
                     "allocation {id} of {app} preempted for ask {key} of its own application"
                 ));
             }
-            if vp > priority {
-                out.push(format!(
-                    "allocation {id} of {} (priority {vp}) preempted for ask {key} of {app} with lower priority {priority}",
-                    v.app
-                ));
+            let vp = self.alloc_priority.get(id).copied().unwrap_or(0);
+            let meta = self.model.ask_meta.get(&(app.clone(), key.clone()));
+            match meta {
+                Some(m) if vp > m.priority => out.push(format!(
+                    "allocation {id} of {} (priority {vp}) preempted for ask {key} of {app} with lower priority {}",
+                    v.app, m.priority
+                )),
+                Some(_) => {}
+                None => out.push(format!(
+                    "allocation {id} preempted for ask {key} of {app}, which the RM never sent"
+                )),
             }
         }
         out
@@ -1325,6 +1318,17 @@ impl Sim {
             let t = rel.termination_type;
             let first = !self.model.releasing.contains_key(&rel.allocation_id);
             if (t == REPLACED || t == PREEMPTED) && first {
+                if t == PREEMPTED {
+                    match preemptor(&rel.message) {
+                        Some(who) => {
+                            self.preempted_for.insert(rel.allocation_id.clone(), who);
+                        }
+                        None => out.push(format!(
+                            "preemption of {} names no ask it makes room for: {:?}",
+                            rel.allocation_id, rel.message
+                        )),
+                    }
+                }
                 // Core-initiated: the allocation stays until the RM confirms.
                 match self.model.release_started(&rel.allocation_id, t) {
                     Ok(()) => started.push(rel.allocation_id),
@@ -1334,9 +1338,35 @@ impl Sim {
             }
             self.counts.releases += 1;
             self.alloc_priority.remove(&rel.allocation_id);
+            self.preempted_for.remove(&rel.allocation_id);
             if let Err(e) = self.model.released(&rel.allocation_id) {
                 out.push(e);
             }
         }
+    }
+}
+
+/// The (application, ask) a preemption release names as the ask it makes
+/// room for: `<PREEMPTED_FOR> <key> of application <app>`.
+fn preemptor(message: &str) -> Option<(String, String)> {
+    let rest = message.strip_prefix(unisched_core::scheduler::PREEMPTED_FOR)?;
+    let (key, app) = rest.trim_start().rsplit_once(" of application ")?;
+    Some((app.to_string(), key.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::preemptor;
+    use unisched_core::scheduler::PREEMPTED_FOR;
+
+    #[test]
+    fn preemption_releases_name_the_ask_they_make_room_for() {
+        let message = format!("{PREEMPTED_FOR} ask-7 of application app-3");
+        assert_eq!(
+            preemptor(&message),
+            Some(("app-3".to_string(), "ask-7".to_string()))
+        );
+        assert_eq!(preemptor("preempted by the scheduler"), None);
+        assert_eq!(preemptor(&format!("{PREEMPTED_FOR} ask-7")), None);
     }
 }

@@ -53,6 +53,7 @@ use crate::snapshot::PartitionSnapshot;
 use command::Command;
 pub use engine::{DEFAULT_CONFIG, qualify};
 use observe::{EventBatch, Metrics, ObservedEvent, Observer};
+pub use preempt::PREEMPTED_FOR;
 
 /// Where `update_configuration(cluster_id)` reads a cluster's queue configuration.
 pub trait ConfigSource: Send + Sync {

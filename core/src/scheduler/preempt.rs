@@ -28,6 +28,10 @@ use super::partition::Partition;
 use crate::config::properties::{self, PreemptionPolicy};
 use crate::resources::Resource;
 
+/// How the release of a preemption victim starts its message; the rest is
+/// `<ask key> of application <application id>`, the ask it makes room for.
+pub const PREEMPTED_FOR: &str = "preempted by the scheduler to make room for ask";
+
 /// Ask tag naming the only node an ask may use (daemon sets), as upstream's
 /// `DomainYuniKorn + KeyRequiredNode`.
 pub const REQUIRED_NODE_TAG: &str = "yunikorn.apache.org/requiredNode";
@@ -136,6 +140,12 @@ impl Partition {
         let Some((_, node, victims)) = best else {
             return false;
         };
+        // The release names the ask it makes room for, so the RM (and an
+        // operator reading events) can tell why the victim went.
+        let message = format!(
+            "{PREEMPTED_FOR} {} of application {}",
+            self.asks[ask].key, self.apps[app].id
+        );
         for v in victims {
             self.allocs[v].releasing = Some(PendingRelease {
                 termination: si::TerminationType::PreemptedByScheduler,
@@ -144,7 +154,7 @@ impl Partition {
             self.send_release(
                 v,
                 si::TerminationType::PreemptedByScheduler,
-                "preempted by the scheduler",
+                &message,
                 ctx.now,
             );
         }
