@@ -9,6 +9,12 @@
 //! apps. When a tick is late (the driver thread was not scheduled in time) the
 //! next call carries the asks that were due, so the average rate holds; the
 //! report gives the rate actually achieved.
+//!
+//! Steady state, as a running cluster has it: every allocation lives for
+//! `lifetime` and is then released by the RM (one release call per tick, so
+//! the core handles as many releases as asks), and asks submitted during the
+//! first `warmup` (while the core's tables still grow to their working size)
+//! are left out of the latency figures.
 
 use std::time::{Duration, Instant};
 
@@ -28,6 +34,10 @@ pub struct SustainedOptions {
     pub tick: Duration,
     /// How long to wait for the last allocations after the last submission.
     pub timeout: Duration,
+    /// How long an allocation lives before the RM releases it.
+    pub lifetime: Duration,
+    /// Asks submitted during this first part of the run are not counted.
+    pub warmup: Duration,
 }
 
 /// What one run measured.
@@ -39,8 +49,10 @@ pub struct SustainedReport {
     pub achieved_rate: f64,
     /// Asks submitted.
     pub asks: usize,
-    /// Allocations received.
+    /// Allocations counted in the latency figures (asks after the warm-up).
     pub allocations: usize,
+    /// Allocations the RM released during the run.
+    pub released: usize,
     /// Submission calls made.
     pub calls: usize,
     /// Nodes in the cluster.
@@ -92,8 +104,12 @@ pub fn run(options: &SustainedOptions) -> Result<SustainedReport, WorkloadError>
         workload.nodes,
     )?;
 
+    cluster.callback.reserve(total);
+    let warmup_calls =
+        (options.warmup.as_secs_f64() / options.tick.as_secs_f64().max(1e-6)).ceil() as usize;
     let start = Instant::now();
-    let mut submitted = Submitted::new();
+    let mut submitted = Submitted::with_capacity(total, ticks);
+    let mut released = 0usize;
     for (i, batch) in batches.into_iter().enumerate() {
         let due = start + options.tick.mul_f64(i as f64);
         let now = Instant::now();
@@ -101,6 +117,23 @@ pub fn run(options: &SustainedOptions) -> Result<SustainedReport, WorkloadError>
             std::thread::sleep(due - now);
         }
         submitted.submit(&cluster, batch)?;
+        // Containers that ran their course finish: release every allocation
+        // that arrived more than `lifetime` ago, oldest first.
+        let cutoff = Instant::now().checked_sub(options.lifetime);
+        let done = cluster.callback.with_record(|r| {
+            r.allocations[released..]
+                .iter()
+                .take_while(|a| {
+                    let arrived = r.arrivals.get(a.arrival as usize).copied();
+                    matches!((arrived, cutoff), (Some(t), Some(c)) if t <= c)
+                })
+                .cloned()
+                .collect::<Vec<_>>()
+        });
+        if !done.is_empty() {
+            released += done.len();
+            cluster.release(&done)?;
+        }
     }
     let submitting = start.elapsed();
     let asks = submitted.asks();
@@ -113,7 +146,7 @@ pub fn run(options: &SustainedOptions) -> Result<SustainedReport, WorkloadError>
             waited: options.timeout,
         });
     }
-    let (_, latencies) = submitted.latencies(&cluster);
+    let (_, latencies) = submitted.latencies_from(&cluster, warmup_calls);
     cluster.scheduler.shutdown();
     let ms = |q: f64| quantile(&latencies, q).as_secs_f64() * 1e3;
     Ok(SustainedReport {
@@ -121,6 +154,7 @@ pub fn run(options: &SustainedOptions) -> Result<SustainedReport, WorkloadError>
         achieved_rate: asks as f64 / submitting.as_secs_f64().max(1e-9),
         asks,
         allocations: latencies.len(),
+        released,
         calls: submitted.calls(),
         nodes: options.nodes.max(1),
         latency_p50_ms: ms(0.5),
@@ -142,10 +176,14 @@ mod tests {
             nodes: 50,
             tick: Duration::from_millis(1),
             timeout: Duration::from_secs(30),
+            lifetime: Duration::from_millis(20),
+            warmup: Duration::from_millis(50),
         })
         .expect("run");
         assert_eq!(report.asks, 2_000);
-        assert_eq!(report.allocations, 2_000);
+        // Calls 50-99 are counted: 1,000 asks.
+        assert_eq!(report.allocations, 1_000);
+        assert!(report.released > 0 && report.released < 2_000, "{report:?}");
         assert_eq!(report.calls, 100);
         assert!(report.latency_p50_ms <= report.latency_p99_ms);
         assert!(report.latency_p99_ms <= report.latency_max_ms);

@@ -68,6 +68,13 @@ pub struct BenchArgs {
     /// How long `--rate` keeps submitting.
     #[arg(long, default_value_t = 3.0, requires = "rate")]
     pub seconds: f64,
+    /// With `--rate`: seconds an allocation lives before the RM releases it.
+    #[arg(long, default_value_t = 1.0, requires = "rate")]
+    pub lifetime: f64,
+    /// With `--rate`: seconds at the start whose asks are not counted (at
+    /// most half of `--seconds`).
+    #[arg(long, default_value_t = 1.0, requires = "rate")]
+    pub warmup: f64,
 }
 
 /// Runs `bench`.
@@ -156,8 +163,11 @@ pub fn run(args: BenchArgs) -> ExitCode {
 
 /// Runs `bench --rate`: one sustained-rate run per repeat.
 fn run_sustained(args: &BenchArgs, rate: u64) -> ExitCode {
-    if rate == 0 || !(args.seconds > 0.0 && args.seconds.is_finite()) {
-        eprintln!("bench: --rate and --seconds must be positive");
+    let positive = |v: f64| v > 0.0 && v.is_finite();
+    if rate == 0 || !positive(args.seconds) || !positive(args.lifetime) || !(args.warmup >= 0.0) {
+        eprintln!(
+            "bench: --rate, --seconds and --lifetime must be positive, --warmup not negative"
+        );
         return ExitCode::from(2);
     }
     let options = bench::sustained::SustainedOptions {
@@ -166,6 +176,8 @@ fn run_sustained(args: &BenchArgs, rate: u64) -> ExitCode {
         nodes: args.nodes.unwrap_or(if args.quick { 50 } else { 5_000 }),
         tick: Duration::from_millis(1),
         timeout: Duration::from_secs(args.timeout),
+        lifetime: Duration::from_secs_f64(args.lifetime),
+        warmup: Duration::from_secs_f64(args.warmup.min(args.seconds / 2.0)),
     };
     if !args.json {
         println!(

@@ -102,6 +102,15 @@ impl TimingCallback {
         f(&self.lock())
     }
 
+    /// Makes room for `allocations` more allocations in the record up front,
+    /// so growing it does not stall the callback in a timed run.
+    pub fn reserve(&self, allocations: usize) {
+        let mut record = self.lock();
+        record.allocations.reserve(allocations);
+        record.arrivals.reserve(allocations);
+        record.released.reserve(allocations);
+    }
+
     /// Number of allocations received so far.
     pub fn allocation_count(&self) -> usize {
         self.lock().allocations.len()
@@ -388,6 +397,14 @@ impl Submitted {
         Self::default()
     }
 
+    /// An empty record with room for `asks` asks in `calls` calls.
+    pub fn with_capacity(asks: usize, calls: usize) -> Self {
+        Self {
+            batch_of_key: HashMap::with_capacity(asks),
+            at: Vec::with_capacity(calls),
+        }
+    }
+
     /// Submits each batch in its own call, one right after the other.
     pub fn all(
         cluster: &Cluster,
@@ -426,12 +443,21 @@ impl Submitted {
     /// The allocations received so far and, sorted, the latency of each one of
     /// a submitted ask: from its call to the callback that carried it.
     pub fn latencies(&self, cluster: &Cluster) -> (usize, Vec<Duration>) {
+        self.latencies_from(cluster, 0)
+    }
+
+    /// As [`Submitted::latencies`], counting only asks of call `first_call`
+    /// and later (to leave a warm-up out).
+    pub fn latencies_from(&self, cluster: &Cluster, first_call: usize) -> (usize, Vec<Duration>) {
         let (count, mut latencies) = cluster.callback.with_record(|r| {
             let latencies: Vec<Duration> = r
                 .allocations
                 .iter()
                 .filter_map(|a| {
                     let batch = *self.batch_of_key.get(&a.allocation_key)?;
+                    if batch < first_call {
+                        return None;
+                    }
                     let arrived = *r.arrivals.get(a.arrival as usize)?;
                     Some(arrived.saturating_duration_since(self.at[batch]))
                 })
