@@ -164,7 +164,12 @@ pub fn run(args: BenchArgs) -> ExitCode {
 /// Runs `bench --rate`: one sustained-rate run per repeat.
 fn run_sustained(args: &BenchArgs, rate: u64) -> ExitCode {
     let positive = |v: f64| v > 0.0 && v.is_finite();
-    if rate == 0 || !positive(args.seconds) || !positive(args.lifetime) || !(args.warmup >= 0.0) {
+    if rate == 0
+        || !positive(args.seconds)
+        || !positive(args.lifetime)
+        || args.warmup.is_nan()
+        || args.warmup < 0.0
+    {
         eprintln!(
             "bench: --rate, --seconds and --lifetime must be positive, --warmup not negative"
         );
