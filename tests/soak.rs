@@ -560,3 +560,17 @@ fn regression_ask_outlives_its_replacement_in_flight() {
         .count();
     assert_eq!((reals, rm.pending("real")), (1, 0));
 }
+
+/// Core bug 10: a pass that runs again (`rerun`: a placeholder placed, a
+/// placeholder too small released) kept the failure memos of the pass before.
+/// Reservations dropped in between put their nodes back in the index, where
+/// sizes the memo said fit no node now fit; the rerun skipped them and, its
+/// own pass freeing nothing, the core called itself settled. Found as
+/// "allocation in the core never reported to the RM" (seeds 201855 and 202527
+/// of `soak --steps 1000`).
+#[test]
+fn regression_rerun_forgets_the_failures_of_the_pass_before() {
+    for seed in [201855, 202527] {
+        check(seed, 1000, false, true);
+    }
+}

@@ -97,6 +97,11 @@ impl<'a> PassContext<'a> {
     /// Notes that resources were freed during the pass.
     pub fn resources_freed(&mut self) {
         self.rerun = true;
+        self.clear_memos();
+    }
+
+    /// Forgets what failed: the memos hold while resources only shrink.
+    fn clear_memos(&mut self) {
         self.node_memo.clear();
         self.reserve_memo.clear();
         self.headroom_memo.clear();
@@ -138,6 +143,9 @@ impl Partition {
         self.alloc_by_id.reserve(expected);
         self.freed_in_pass = false;
         self.pass += 1;
+        // The memos hold for one pass only: a rerun comes after reservations
+        // were dropped (their nodes back in the index) or resources freed.
+        ctx.clear_memos();
         let reserved: Vec<AskId> = self.reserved_asks.iter().copied().collect();
         for ask in reserved {
             if ctx.made >= ctx.budget {
