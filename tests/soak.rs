@@ -158,22 +158,26 @@ impl Rm {
             .unwrap();
     }
 
-    fn release_id(&self, id: &str) {
+    fn send_releases(&self, releases: si::AllocationReleasesRequest) {
         self.sched
             .update_allocation(si::AllocationRequest {
-                releases: Some(si::AllocationReleasesRequest {
-                    allocations_to_release: vec![si::AllocationRelease {
-                        partition_name: "default".to_string(),
-                        application_id: "app".to_string(),
-                        allocation_id: id.to_string(),
-                        ..Default::default()
-                    }],
-                    ..Default::default()
-                }),
+                releases: Some(releases),
                 rm_id: RM.to_string(),
                 ..Default::default()
             })
             .unwrap();
+    }
+
+    fn release_id(&self, id: &str) {
+        self.send_releases(si::AllocationReleasesRequest {
+            allocations_to_release: vec![si::AllocationRelease {
+                partition_name: "default".to_string(),
+                application_id: "app".to_string(),
+                allocation_id: id.to_string(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        });
     }
 
     fn snapshot(&self) -> Option<PartitionSnapshot> {
@@ -416,41 +420,29 @@ impl Rm {
 
     /// The RM confirms the core's PLACEHOLDER_REPLACED release of `id`.
     fn confirm_replaced(&self, id: &str) {
-        self.sched
-            .update_allocation(si::AllocationRequest {
-                releases: Some(si::AllocationReleasesRequest {
-                    allocations_to_release: vec![si::AllocationRelease {
-                        partition_name: "default".to_string(),
-                        application_id: "app".to_string(),
-                        allocation_key: "ph".to_string(),
-                        allocation_id: id.to_string(),
-                        termination_type: si::TerminationType::PlaceholderReplaced as i32,
-                        ..Default::default()
-                    }],
-                    ..Default::default()
-                }),
-                rm_id: RM.to_string(),
+        self.send_releases(si::AllocationReleasesRequest {
+            allocations_to_release: vec![si::AllocationRelease {
+                partition_name: "default".to_string(),
+                application_id: "app".to_string(),
+                allocation_key: "ph".to_string(),
+                allocation_id: id.to_string(),
+                termination_type: si::TerminationType::PlaceholderReplaced as i32,
                 ..Default::default()
-            })
-            .unwrap();
+            }],
+            ..Default::default()
+        });
     }
 
     fn release_ask(&self, key: &str) {
-        self.sched
-            .update_allocation(si::AllocationRequest {
-                releases: Some(si::AllocationReleasesRequest {
-                    allocation_asks_to_release: vec![si::AllocationAskRelease {
-                        partition_name: "default".to_string(),
-                        application_id: "app".to_string(),
-                        allocation_key: key.to_string(),
-                        ..Default::default()
-                    }],
-                    ..Default::default()
-                }),
-                rm_id: RM.to_string(),
+        self.send_releases(si::AllocationReleasesRequest {
+            allocation_asks_to_release: vec![si::AllocationAskRelease {
+                partition_name: "default".to_string(),
+                application_id: "app".to_string(),
+                allocation_key: key.to_string(),
                 ..Default::default()
-            })
-            .unwrap();
+            }],
+            ..Default::default()
+        });
     }
 
     /// Allocation ids the core reported released with PLACEHOLDER_REPLACED.
