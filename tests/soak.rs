@@ -419,6 +419,20 @@ impl Rm {
     }
 
     /// The RM confirms the core's PLACEHOLDER_REPLACED release of `id`.
+    /// A gang app with two placeholders replaced by a real ask of two
+    /// allocations, the first replacement confirmed (real-0 made), the
+    /// second still in flight.
+    fn two_replacements_first_confirmed() -> Self {
+        let rm = Rm::new();
+        rm.gang_app(20);
+        rm.node(100, vec![]);
+        rm.group_asks(&[("ph", 10, 2, true), ("real", 10, 2, false)]);
+        rm.sched.settle();
+        assert_eq!(rm.replaced().len(), 2);
+        rm.confirm_replaced("ph-0");
+        rm
+    }
+
     fn confirm_replaced(&self, id: &str) {
         self.send_releases(si::AllocationReleasesRequest {
             allocations_to_release: vec![si::AllocationRelease {
@@ -489,13 +503,7 @@ fn regression_replacement_keeps_its_size() {
 /// allocation too few.
 #[test]
 fn regression_forgotten_replacement_is_not_counted() {
-    let rm = Rm::new();
-    rm.gang_app(20);
-    rm.node(100, vec![]);
-    rm.group_asks(&[("ph", 10, 2, true), ("real", 10, 2, false)]);
-    rm.sched.settle();
-    assert_eq!(rm.replaced().len(), 2);
-    rm.confirm_replaced("ph-0");
+    let rm = Rm::two_replacements_first_confirmed();
     // real-0 made; the replacement of ph-1 is in flight when the ask goes.
     rm.release_ask("real");
     rm.group_asks(&[("real", 10, 2, false)]);
@@ -533,13 +541,7 @@ fn regression_settle_starts_the_replacement() {
 /// at maxAllocations, and the confirmed replacement then came on top.
 #[test]
 fn regression_ask_outlives_its_replacement_in_flight() {
-    let rm = Rm::new();
-    rm.gang_app(20);
-    rm.node(100, vec![]);
-    rm.group_asks(&[("ph", 10, 2, true), ("real", 10, 2, false)]);
-    rm.sched.settle();
-    assert_eq!(rm.replaced().len(), 2);
-    rm.confirm_replaced("ph-0");
+    let rm = Rm::two_replacements_first_confirmed();
     rm.release_id("real-0");
     rm.group_asks(&[("real", 10, 2, false)]);
     assert_eq!(rm.pending("real"), 0);
