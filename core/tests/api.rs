@@ -488,3 +488,103 @@ partitions:
     assert_eq!(snap.application("app-1").unwrap().state, "Running");
     assert_eq!(snap.application("app-2").unwrap().state, "Accepted");
 }
+
+/// The hot path does its arithmetic over the resource types seen so far only:
+/// a type first named after scheduling started (nodes, then asks, then a
+/// queue max with a third and a fourth type) must still count everywhere.
+#[test]
+fn resource_types_named_late_are_enforced() {
+    let h = Harness::new(TWO_LEAVES);
+    h.nodes(&[("n1", 1000, 1000)]);
+    h.app("app-1", "root.b");
+    h.asks("app-1", "plain", 2, 10, 10);
+    assert_eq!(h.snapshot().allocations.len(), 2);
+    // A node with 2 gpus, then asks for 1 gpu each: only two fit, on it.
+    let gpu_node = si::NodeInfo {
+        node_id: "g1".to_string(),
+        action: si::node_info::ActionFromRm::Create as i32,
+        schedulable_resource: res(&[("memory", 1000), ("vcore", 1000), ("gpu", 2)]),
+        ..Default::default()
+    };
+    h.sched
+        .update_node(si::NodeRequest {
+            nodes: vec![gpu_node],
+            rm_id: RM.to_string(),
+        })
+        .unwrap();
+    let ask = |key: &str, pairs: &[(&str, i64)]| si::AllocationAsk {
+        allocation_key: key.to_string(),
+        application_id: "app-1".to_string(),
+        partition_name: "default".to_string(),
+        resource_ask: res(pairs),
+        max_allocations: 1,
+        ..Default::default()
+    };
+    let asks = (0..3)
+        .map(|i| {
+            ask(
+                &format!("g-{i}"),
+                &[("memory", 1), ("vcore", 1), ("gpu", 1)],
+            )
+        })
+        .collect();
+    h.sched
+        .update_allocation(si::AllocationRequest {
+            asks,
+            rm_id: RM.to_string(),
+            ..Default::default()
+        })
+        .unwrap();
+    let snap = h.snapshot();
+    let on_gpu = snap
+        .allocations
+        .iter()
+        .filter(|a| a.node_id == "g1")
+        .count();
+    assert_eq!(snap.allocations.len(), 4, "{:?}", snap.allocations);
+    assert_eq!(on_gpu, 2);
+    let q = snap.queue("root.b").unwrap();
+    assert_eq!(q.allocated["gpu"], 2);
+    assert_eq!(q.pending["gpu"], 1);
+    // A queue max on a type nobody has asked for yet, then asks for it.
+    let limited = TWO_LEAVES.replace(
+        "max: {memory: 150, vcore: 20}",
+        "max: {memory: 150, vcore: 20, fpga: 1}",
+    );
+    h.sched.set_config(RM, &limited).unwrap();
+    h.app("app-2", "root.a");
+    let fpga_node = si::NodeInfo {
+        node_id: "f1".to_string(),
+        action: si::node_info::ActionFromRm::Create as i32,
+        schedulable_resource: res(&[("memory", 1000), ("vcore", 1000), ("fpga", 8)]),
+        ..Default::default()
+    };
+    h.sched
+        .update_node(si::NodeRequest {
+            nodes: vec![fpga_node],
+            rm_id: RM.to_string(),
+        })
+        .unwrap();
+    let asks = (0..3)
+        .map(|i| si::AllocationAsk {
+            application_id: "app-2".to_string(),
+            ..ask(
+                &format!("f-{i}"),
+                &[("memory", 1), ("vcore", 1), ("fpga", 1)],
+            )
+        })
+        .collect();
+    h.sched
+        .update_allocation(si::AllocationRequest {
+            asks,
+            rm_id: RM.to_string(),
+            ..Default::default()
+        })
+        .unwrap();
+    let snap = h.snapshot();
+    let q = snap.queue("root.a").unwrap();
+    assert_eq!(q.allocated["fpga"], 1, "the queue max allows one fpga");
+    assert_eq!(q.pending["fpga"], 2);
+    let f1 = snap.nodes.iter().find(|n| n.id == "f1").unwrap();
+    assert_eq!(f1.allocation_count, 1);
+}

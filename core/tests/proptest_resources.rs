@@ -3,7 +3,7 @@
 //! and dominant shares grow with usage.
 
 use proptest::prelude::*;
-use unisched_core::resources::{MAX_RESOURCE_TYPES, Resource};
+use unisched_core::resources::{Lanes, MAX_RESOURCE_TYPES, Resource};
 
 fn any_resource() -> impl Strategy<Value = Resource> {
     prop::array::uniform16(any::<i64>()).prop_map(Resource)
@@ -99,5 +99,45 @@ proptest! {
     #[test]
     fn dominant_share_never_panics(a in any_resource(), b in any_resource()) {
         let _ = a.dominant_share(&b);
+    }
+}
+
+/// A value vector that uses only the first `n` types, as every ask, usage and
+/// capacity does once `n` names are interned.
+fn value_in_lanes() -> impl Strategy<Value = (usize, Resource, Resource)> {
+    (1usize..=MAX_RESOURCE_TYPES).prop_flat_map(|n| {
+        let lanes = prop::collection::vec(0i64..(1 << 53), n);
+        (Just(n), lanes.clone(), lanes).prop_map(|(n, a, b)| {
+            let (mut x, mut y) = (Resource::ZERO, Resource::ZERO);
+            x.0[..n].copy_from_slice(&a);
+            y.0[..n].copy_from_slice(&b);
+            (n, x, y)
+        })
+    })
+}
+
+proptest! {
+    #[test]
+    fn lane_limited_ops_match_full_width_on_value_vectors(
+        (n, a, b) in value_in_lanes(),
+        limit in edge_resource(),
+        base in prop::array::uniform16(prop_oneof![Just(0i64), Just(i64::MAX), 1i64..1_000_000]).prop_map(Resource),
+    ) {
+        let lanes = Lanes::new(n);
+        // The accumulator may be a value vector or a limit (MAX in unused lanes).
+        for acc in [a, limit] {
+            let (mut full, mut part) = (acc, acc);
+            full.add_assign(&b);
+            part.add_in(&b, lanes);
+            prop_assert_eq!(full, part);
+            let (mut full, mut part) = (acc, acc);
+            full.sub_assign(&b);
+            part.sub_in(&b, lanes);
+            prop_assert_eq!(full, part);
+        }
+        let non_negative_limit = limit.clamp_negative();
+        prop_assert_eq!(a.fits_in(&b), a.fits_in_lanes(&b, lanes));
+        prop_assert_eq!(a.fits_in(&non_negative_limit), a.fits_in_lanes(&non_negative_limit, lanes));
+        prop_assert_eq!(a.dominant_share(&base), a.dominant_share_in(&base, lanes));
     }
 }

@@ -132,6 +132,7 @@ impl Partition {
     /// Runs one pass; returns the number of allocations made.
     pub fn schedule(&mut self, ctx: &mut PassContext<'_>) -> usize {
         self.now = ctx.now;
+        self.sync_lanes();
         self.rekey_dirty();
         self.recheck_exhausted();
         // Room for this pass's results up front instead of growing by doubling.
@@ -367,8 +368,8 @@ impl Partition {
         match ctx.predicates {
             None => true,
             Some(pred) => pred(&si::PredicatesArgs {
-                allocation_key: self.asks[ask].key.to_string(),
-                node_id: self.nodes[node].id.to_string(),
+                allocation_key: String::from(&*self.asks[ask].key),
+                node_id: String::from(&*self.nodes[node].id),
                 allocate,
             }),
         }
@@ -399,6 +400,7 @@ impl Partition {
         }
         let mut clean = true;
         let floor = self.pending_floor;
+        let lanes = self.lanes;
         let mut exhausted = Vec::new();
         let mut check = |k: &NodeKey| -> bool {
             let n = k.node();
@@ -407,8 +409,8 @@ impl Partition {
                 clean = false;
                 return false;
             }
-            if !res.fits_in(&node.available) {
-                if floor.is_some_and(|f| !f.fits_in(&node.available)) {
+            if !res.fits_in_lanes(&node.available, lanes) {
+                if floor.is_some_and(|f| !f.fits_in_lanes(&node.available, lanes)) {
                     exhausted.push(n);
                 }
                 return false;
@@ -537,7 +539,9 @@ impl Partition {
             number += 1;
             id_text = allocation_id(key, number);
         }
-        let allocation_key = key.to_string();
+        // `String::from(&str)`, not `to_string()`: on an `Arc<str>` that goes
+        // through the formatting machinery (~200 instructions a string).
+        let allocation_key = String::from(&**key);
         self.asks[ask].next_id = number + 1;
         let id: std::sync::Arc<str> = std::sync::Arc::from(id_text.as_str());
         // A real ask the pass already passed over may replace this placeholder:
@@ -548,8 +552,8 @@ impl Partition {
             allocation_tags: tags,
             resource_per_alloc: Some(resource_wire),
             priority,
-            node_id: self.nodes[node].id.to_string(),
-            application_id: self.apps[app].id.to_string(),
+            node_id: String::from(&*self.nodes[node].id),
+            application_id: String::from(&*self.apps[app].id),
             partition_name: self.plain_name().to_string(),
             task_group_name: task_group,
             placeholder,

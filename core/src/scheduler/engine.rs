@@ -263,8 +263,11 @@ impl Engine {
     /// Applies one command; true to stop the loop.
     fn apply(&mut self, cmd: Command) -> bool {
         let now = self.now();
+        // Names this request uses were interned before it was sent.
+        let lanes = self.names.lanes();
         for p in self.partitions.values_mut() {
             p.now = now;
+            p.lanes = lanes;
         }
         match cmd {
             Command::Register {

@@ -6,7 +6,7 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use crate::resources::Resource;
+use crate::resources::{Lanes, Resource};
 
 /// Hash map used for the core's lookups: much faster than the standard hasher.
 /// Its seed is fixed so that iteration order (and so the order of releases,
@@ -582,7 +582,19 @@ pub struct Node {
 impl Node {
     /// Recomputes `available` after a change of capacity, occupied or allocated.
     pub fn refresh_available(&mut self) {
-        self.available = self.capacity.minus(&self.occupied).minus(&self.allocated);
+        self.refresh_available_in(Lanes::ALL);
+    }
+
+    /// [`Node::refresh_available`] over the used `lanes` only (capacity,
+    /// occupied and allocated are value vectors: 0 in the other lanes, and so
+    /// is `available` there already).
+    #[inline]
+    pub fn refresh_available_in(&mut self, lanes: Lanes) {
+        let n = lanes.get();
+        let (cap, occ, used) = (&self.capacity.0, &self.occupied.0, &self.allocated.0);
+        for (i, out) in self.available.0[..n].iter_mut().enumerate() {
+            *out = cap[i].saturating_sub(occ[i]).saturating_sub(used[i]);
+        }
     }
 }
 

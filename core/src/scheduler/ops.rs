@@ -743,7 +743,7 @@ impl Partition {
         message: &str,
         now: u64,
     ) {
-        let app_id = self.apps[app].id.to_string();
+        let app_id = String::from(&*self.apps[app].id);
         let detail = match termination {
             si::TerminationType::PreemptedByScheduler => ChangeDetail::AllocPreempt,
             si::TerminationType::Timeout => ChangeDetail::AllocTimeout,
@@ -807,7 +807,7 @@ impl Partition {
 
     /// The partition name without the RM prefix.
     pub fn plain_name(&self) -> &str {
-        self.name.rsplit(']').next().unwrap_or(&self.name)
+        &self.name[self.plain_name_at..]
     }
 
     /// Adds an allocation that already exists on the RM side (recovery). It counts
@@ -1234,8 +1234,8 @@ impl Partition {
             return;
         }
         a.reported_state = state as i32;
-        let app = self.apps[a.app].id.to_string();
-        let key = a.key.to_string();
+        let app = String::from(&*self.apps[a.app].id);
+        let key = String::from(&*a.key);
         self.outbox
             .states
             .push(si::UpdateContainerSchedulingStateRequest {

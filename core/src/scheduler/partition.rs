@@ -17,7 +17,7 @@ use unisched_si as si;
 use super::limits::QueueLimits;
 use super::objects::*;
 use crate::config::{NodeSortKind, PartitionConfig, QueueConfig};
-use crate::resources::{NameTable, Resource, ResourceNames, SHARE_SCALE};
+use crate::resources::{Lanes, NameTable, Resource, ResourceNames, SHARE_SCALE};
 
 /// Index of the root queue.
 pub const ROOT: QueueId = 0;
@@ -116,6 +116,8 @@ pub struct CompletedApp {
 pub struct Partition {
     /// Qualified name `[rmID]name`.
     pub name: Arc<str>,
+    /// Where the name without the `[rmID]` prefix starts in `name`.
+    pub plain_name_at: usize,
     /// Owning RM.
     pub rm_id: Arc<str>,
     /// Queue arena; `ROOT` is the root. Removed dynamic queues leave a tombstone.
@@ -189,6 +191,10 @@ pub struct Partition {
     /// Clock time of the request, timer or pass being applied (for events
     /// raised deep inside bookkeeping, such as a dropped reservation).
     pub now: u64,
+    /// Resource lanes in use (names interned so far): usage, fit and share
+    /// arithmetic on the hot path runs over these only. Kept up to date by
+    /// [`Partition::sync_lanes`] before each request and pass.
+    pub lanes: Lanes,
 }
 
 /// Why a configuration could not be turned into queues.
@@ -202,8 +208,10 @@ impl Partition {
         config: PartitionConfig,
         names: Arc<ResourceNames>,
     ) -> Result<Self, BuildError> {
+        let plain_name_at = name.rfind(']').map_or(0, |i| i + 1);
         let mut partition = Self {
             name,
+            plain_name_at,
             rm_id,
             queues: Vec::new(),
             queue_by_path: FastMap::default(),
@@ -238,7 +246,9 @@ impl Partition {
             dirty_apps: Vec::new(),
             freed_in_pass: false,
             now: 0,
+            lanes: Lanes::ALL,
         };
+        partition.sync_lanes();
         partition.apply_config(config, 0)?;
         Ok(partition)
     }
@@ -467,53 +477,65 @@ impl Partition {
 
     // ---- usage accounting ------------------------------------------------
 
+    /// Takes in resource names interned since the last call. A vector that
+    /// uses a new name reaches this thread only in a request sent after the
+    /// name was interned, so calling this before applying each request (and
+    /// before each pass) keeps every value vector inside `lanes`.
+    pub fn sync_lanes(&mut self) {
+        self.lanes = self.names.lanes();
+    }
+
     /// Adds `res` to the pending totals of an application and its queues.
     pub fn add_pending(&mut self, app: AppId, res: &Resource) {
-        self.apps[app].pending.add_assign(res);
+        let lanes = self.lanes;
+        self.apps[app].pending.add_in(res, lanes);
         let mut q = Some(self.apps[app].queue);
         while let Some(id) = q {
-            self.queues[id].pending.add_assign(res);
+            self.queues[id].pending.add_in(res, lanes);
             q = self.queues[id].parent;
         }
     }
 
     /// Removes `res` from the pending totals of an application and its queues.
     pub fn remove_pending(&mut self, app: AppId, res: &Resource) {
-        self.apps[app].pending.sub_assign(res);
+        let lanes = self.lanes;
+        self.apps[app].pending.sub_in(res, lanes);
         let mut q = Some(self.apps[app].queue);
         while let Some(id) = q {
-            self.queues[id].pending.sub_assign(res);
+            self.queues[id].pending.sub_in(res, lanes);
             q = self.queues[id].parent;
         }
     }
 
     /// Adds `res` to the allocated totals of an application, its queues and a node.
     pub fn add_usage(&mut self, app: AppId, node: NodeId, res: &Resource) {
+        let lanes = self.lanes;
         self.track_limits(app, res, true);
-        self.apps[app].allocated.add_assign(res);
+        self.apps[app].allocated.add_in(res, lanes);
         let mut q = Some(self.apps[app].queue);
         while let Some(id) = q {
-            self.queues[id].allocated.add_assign(res);
+            self.queues[id].allocated.add_in(res, lanes);
             q = self.queues[id].parent;
         }
         let n = &mut self.nodes[node];
-        n.allocated.add_assign(res);
-        n.refresh_available();
+        n.allocated.add_in(res, lanes);
+        n.refresh_available_in(lanes);
         self.rekey_node(node);
     }
 
     /// Removes `res` from the allocated totals of an application, its queues and a node.
     pub fn remove_usage(&mut self, app: AppId, node: NodeId, res: &Resource) {
+        let lanes = self.lanes;
         self.track_limits(app, res, false);
-        self.apps[app].allocated.sub_assign(res);
+        self.apps[app].allocated.sub_in(res, lanes);
         let mut q = Some(self.apps[app].queue);
         while let Some(id) = q {
-            self.queues[id].allocated.sub_assign(res);
+            self.queues[id].allocated.sub_in(res, lanes);
             q = self.queues[id].parent;
         }
         let n = &mut self.nodes[node];
-        n.allocated.sub_assign(res);
-        n.refresh_available();
+        n.allocated.sub_in(res, lanes);
+        n.refresh_available_in(lanes);
         self.rekey_node(node);
     }
 
@@ -538,7 +560,12 @@ impl Partition {
         let mut q = Some(leaf);
         while let Some(id) = q {
             let queue = &self.queues[id];
-            if queue.has_max && !queue.allocated.plus(res).fits_in(&queue.max) {
+            if queue.has_max
+                && !queue
+                    .allocated
+                    .plus(res)
+                    .fits_in_lanes(&queue.max, self.lanes)
+            {
                 return false;
             }
             q = queue.parent;
@@ -584,7 +611,7 @@ impl Partition {
         let exhausted = self
             .pending_floor
             .as_ref()
-            .is_some_and(|floor| !floor.fits_in(&n.available));
+            .is_some_and(|floor| !floor.fits_in_lanes(&n.available, self.lanes));
         // A reserved node serves only the ask holding it, which tries it
         // first: kept out of the index, no search walks past it.
         let new_key = (n.schedulable && n.reserved_by.is_none())
@@ -651,7 +678,7 @@ impl Partition {
         let priority = if q.sort_priority { a.priority() } else { 0 };
         let policy_key = match q.app_sort {
             AppSortPolicy::Fifo => a.seq,
-            AppSortPolicy::Fair => a.allocated.dominant_share(&q.share_base()),
+            AppSortPolicy::Fair => a.allocated.dominant_share_in(&q.share_base(), self.lanes),
         };
         Some((Reverse(priority), policy_key, a.seq, app))
     }
@@ -706,9 +733,9 @@ impl Partition {
         }
         let base = q.share_base();
         Some((
-            q.allocated.dominant_share(&base),
+            q.allocated.dominant_share_in(&base, self.lanes),
             Reverse(q.priority_seen_by_parent(self.queue_priority(id))),
-            Reverse(q.pending.dominant_share(&base)),
+            Reverse(q.pending.dominant_share_in(&base, self.lanes)),
             id,
         ))
     }
@@ -813,17 +840,19 @@ impl Partition {
                     .map(|k| {
                         let ask = &self.asks[k.2];
                         AskSnapshot {
-                            allocation_key: ask.key.to_string(),
+                            allocation_key: String::from(&*ask.key),
                             resource: map(&ask.resource),
                             pending_allocations: ask.pending,
                             priority: ask.priority,
-                            reserved_node: ask.reserved_node.map(|n| self.nodes[n].id.to_string()),
+                            reserved_node: ask
+                                .reserved_node
+                                .map(|n| String::from(&*self.nodes[n].id)),
                         }
                     })
                     .collect();
                 pending_asks.sort_by(|x, y| x.allocation_key.cmp(&y.allocation_key));
                 ApplicationSnapshot {
-                    id: a.id.to_string(),
+                    id: String::from(&*a.id),
                     queue: self.queues[a.queue].path.to_string(),
                     user: a.user.to_string(),
                     groups: a.groups.clone(),
@@ -840,7 +869,7 @@ impl Partition {
         for c in &self.completed_apps {
             if !self.app_by_id.contains_key(&c.id) {
                 applications.push(ApplicationSnapshot {
-                    id: c.id.to_string(),
+                    id: String::from(&*c.id),
                     queue: c.queue.to_string(),
                     user: c.user.to_string(),
                     state: c.state.as_str().to_string(),
@@ -854,14 +883,14 @@ impl Partition {
             .nodes
             .iter()
             .map(|(_, n)| NodeSnapshot {
-                id: n.id.to_string(),
+                id: String::from(&*n.id),
                 schedulable: n.schedulable,
                 capacity: map(&n.capacity),
                 occupied: map(&n.occupied),
                 allocated: map(&n.allocated),
                 available: map(&n.available),
                 allocation_count: n.allocations.len(),
-                reserved_by: n.reserved_by.map(|a| self.asks[a].key.to_string()),
+                reserved_by: n.reserved_by.map(|a| String::from(&*self.asks[a].key)),
                 attributes: n.attributes.clone(),
             })
             .collect();
@@ -870,11 +899,11 @@ impl Partition {
             .allocs
             .iter()
             .map(|(_, al)| AllocationSnapshot {
-                allocation_key: al.key.to_string(),
-                allocation_id: al.id.to_string(),
-                application_id: self.apps[al.app].id.to_string(),
+                allocation_key: String::from(&*al.key),
+                allocation_id: String::from(&*al.id),
+                application_id: String::from(&*self.apps[al.app].id),
                 queue: self.queues[self.apps[al.app].queue].path.to_string(),
-                node_id: self.nodes[al.node].id.to_string(),
+                node_id: String::from(&*self.nodes[al.node].id),
                 resource: map(&al.resource),
                 placeholder: al.placeholder,
                 priority: al.priority,
