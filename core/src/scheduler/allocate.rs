@@ -512,8 +512,8 @@ impl Partition {
         a.allocated_total += 1;
         let number = a.next_id;
         let done = a.pending == 0;
-        let (res, priority) = (*a.resource, a.priority);
-        let resource_wire = ctx.wire_size(&a.resource);
+        let (res, size, priority) = (*a.resource, a.resource.clone(), a.priority);
+        let resource_wire = ctx.wire_size(&size);
         let (placeholder, task_group, originator) =
             (a.placeholder, a.task_group().to_string(), a.originator);
         let preemption = si::PreemptionPolicy {
@@ -561,7 +561,7 @@ impl Partition {
             originator,
             preemption_policy: Some(preemption),
         };
-        self.insert_allocation(app, ask, node, id, res, &wire, ctx.now);
+        self.insert_allocation(app, ask, node, id, size, &wire, ctx.now);
         self.outbox.allocation.new.push(wire);
         if had_state != 0 {
             self.report_scheduling_state(ask, SchedulingState::Scheduled, "allocated");

@@ -481,12 +481,18 @@ impl Engine {
         // Asks of one request nearly always name one partition: resolve it
         // once per distinct name in a row, not once per ask.
         let mut resolved: Option<(String, Option<Arc<str>>)> = None;
-        for asks in req.asks {
+        let total = req.asks.len();
+        for (i, asks) in req.asks.into_iter().enumerate() {
             let key = match &resolved {
                 Some((name, key)) if *name == asks.ask.partition_name => key.clone(),
                 _ => {
                     let key = self.partition_key(&rm_id, &asks.ask.partition_name);
                     resolved = Some((asks.ask.partition_name.clone(), key.clone()));
+                    // Room for the rest of the batch at once: the ask arena
+                    // would otherwise double (and copy) its way up to it.
+                    if let Some(p) = key.as_ref().and_then(|k| self.partitions.get_mut(k)) {
+                        p.asks.reserve(total - i);
+                    }
                     key
                 }
             };

@@ -216,10 +216,10 @@ impl Partition {
                 continue;
             }
             self.take_one_pending(app, ask);
-            self.allocs[ph].releasing = Some(PendingRelease {
+            self.allocs[ph].releasing = Some(Box::new(PendingRelease {
                 termination: si::TerminationType::PlaceholderReplaced,
                 replacement: Some((self.asks[ask].key.clone(), res)),
-            });
+            }));
             self.send_release(
                 ph,
                 si::TerminationType::PlaceholderReplaced,
@@ -425,7 +425,16 @@ impl Partition {
                 allow_preempt_other: a.allow_preempt_other,
             }),
         };
-        self.insert_allocation(app, ask, node, Arc::from(id_text.as_str()), res, &wire, now);
+        let size = self.sizes.intern(res);
+        self.insert_allocation(
+            app,
+            ask,
+            node,
+            Arc::from(id_text.as_str()),
+            size,
+            &wire,
+            now,
+        );
         self.outbox.allocation.new.push(wire);
         if self.asks[ask].reported_state != 0 {
             self.report_scheduling_state(

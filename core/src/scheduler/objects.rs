@@ -520,8 +520,8 @@ pub struct Allocation {
     pub app: AppId,
     /// Node.
     pub node: NodeId,
-    /// Resources held.
-    pub resource: Resource,
+    /// Resources held (shared with the ask's interned size).
+    pub resource: Arc<Resource>,
     /// Priority of the ask.
     pub priority: i32,
     /// Gang placeholder.
@@ -537,8 +537,9 @@ pub struct Allocation {
     /// Index in the node's `allocations`.
     pub node_slot: usize,
     /// A release the core sent and the RM has not confirmed yet; the
-    /// allocation holds its resources until then.
-    pub releasing: Option<PendingRelease>,
+    /// allocation holds its resources until then. Boxed: rare, and the
+    /// allocation record stays small.
+    pub releasing: Option<Box<PendingRelease>>,
 }
 
 /// A release decided by the core (placeholder replaced, preempted) waiting for
@@ -654,6 +655,17 @@ mod tests {
             std::mem::size_of::<Ask>() <= 128,
             "{}",
             std::mem::size_of::<Ask>()
+        );
+    }
+
+    #[test]
+    fn allocation_records_stay_small() {
+        // Every allocation writes one (and the arena copies them as it grows):
+        // the size (interned) and a pending release (rare) are out of line.
+        assert!(
+            std::mem::size_of::<Allocation>() <= 160,
+            "{}",
+            std::mem::size_of::<Allocation>()
         );
     }
 }

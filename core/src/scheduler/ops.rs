@@ -924,7 +924,8 @@ impl Partition {
             .map_or(0, |n| n.saturating_add(1));
         let a = &mut self.asks[ask];
         a.next_id = a.next_id.max(next);
-        self.insert_allocation(app, ask, node, id, resource, &alloc, now);
+        let size = self.sizes.intern(resource);
+        self.insert_allocation(app, ask, node, id, size, &alloc, now);
         if matches!(
             self.apps[app].state,
             AppState::New | AppState::Accepted | AppState::Completing | AppState::Resuming
@@ -942,7 +943,7 @@ impl Partition {
         ask: AskId,
         node: NodeId,
         id: Arc<str>,
-        resource: Resource,
+        resource: Arc<Resource>,
         from: &si::Allocation,
         now: u64,
     ) -> AllocId {

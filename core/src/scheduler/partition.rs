@@ -356,7 +356,7 @@ impl Partition {
             self.apps[app].limit_group = self.limit_group_for(app);
             let allocs = self.app_allocations(app);
             for alloc in allocs {
-                let res = self.allocs[alloc].resource;
+                let res = *self.allocs[alloc].resource;
                 self.track_limits(app, &res, true);
             }
             if self.apps[app].counted_running {

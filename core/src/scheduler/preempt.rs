@@ -147,10 +147,10 @@ impl Partition {
             self.asks[ask].key, self.apps[app].id
         );
         for v in victims {
-            self.allocs[v].releasing = Some(PendingRelease {
+            self.allocs[v].releasing = Some(Box::new(PendingRelease {
                 termination: si::TerminationType::PreemptedByScheduler,
                 replacement: None,
-            });
+            }));
             self.send_release(
                 v,
                 si::TerminationType::PreemptedByScheduler,
@@ -333,7 +333,7 @@ impl Partition {
                 continue;
             }
             freed_node.add_assign(&al.resource);
-            removed.push((vq, al.resource));
+            removed.push((vq, *al.resource));
             chosen.push(v);
         }
         (self.room_after(n, leaf, res, &freed_node, &removed) && !chosen.is_empty())
