@@ -79,7 +79,7 @@ impl Fixture {
             ..Default::default()
         };
         for ask in prepare_allocation_request(&names, request).asks {
-            partition.update_ask(ask.ask, ask.resource, 0);
+            partition.update_ask(ask, 0);
         }
         partition.rekey_dirty();
         if !partition.outbox.allocation.rejected.is_empty() {

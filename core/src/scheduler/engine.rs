@@ -39,7 +39,7 @@ use unisched_si as si;
 
 use super::SchedulerOptions;
 use super::allocate::PassContext;
-use super::command::{Command, PreparedAllocationRequest, PreparedNode};
+use super::command::{Command, PreparedAllocationRequest, PreparedAsk, PreparedNode};
 use super::dispatch::{Dispatcher, Outgoing, guarded, panic_message};
 use super::observe::{Observer, ObservingCallback, PUBLISH_INTERVAL, Published, RmConfig};
 use super::partition::Partition;
@@ -484,10 +484,10 @@ impl Engine {
         let total = req.asks.len();
         for (i, asks) in req.asks.into_iter().enumerate() {
             let key = match &resolved {
-                Some((name, key)) if *name == asks.ask.partition_name => key.clone(),
+                Some((name, key)) if *name == asks.partition_name => key.clone(),
                 _ => {
-                    let key = self.partition_key(&rm_id, &asks.ask.partition_name);
-                    resolved = Some((asks.ask.partition_name.clone(), key.clone()));
+                    let key = self.partition_key(&rm_id, &asks.partition_name);
+                    resolved = Some((asks.partition_name.clone(), key.clone()));
                     // Room for the rest of the batch at once: the ask arena
                     // would otherwise double (and copy) its way up to it.
                     if let Some(p) = key.as_ref().and_then(|k| self.partitions.get_mut(k)) {
@@ -497,8 +497,8 @@ impl Engine {
                 }
             };
             match key.and_then(|k| self.partitions.get_mut(&k)) {
-                Some(p) => p.update_ask(asks.ask, asks.resource, now),
-                None => self.reject_ask_no_partition(&rm_id, asks.ask),
+                Some(p) => p.update_ask(asks, now),
+                None => self.reject_ask_no_partition(&rm_id, asks),
             }
         }
         for (alloc, res) in req.allocations {
@@ -563,18 +563,18 @@ impl Engine {
         }
     }
 
-    fn reject_ask_no_partition(&mut self, rm_id: &str, ask: si::AllocationAsk) {
+    fn reject_ask_no_partition(&mut self, rm_id: &str, ask: PreparedAsk) {
         let reason = format!(
             "ask {}: partition {:?} does not exist",
-            ask.allocation_key, ask.partition_name
+            ask.key, ask.partition_name
         );
         self.with_any_partition(rm_id, |p| {
             p.outbox
                 .allocation
                 .rejected
                 .push(si::RejectedAllocationAsk {
-                    allocation_key: ask.allocation_key.clone(),
-                    application_id: ask.application_id.clone(),
+                    allocation_key: String::from(&*ask.key),
+                    application_id: ask.application_id,
                     reason,
                 })
         });

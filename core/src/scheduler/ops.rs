@@ -10,6 +10,7 @@ use si::node_info::ActionFromRm;
 use si::update_container_scheduling_state_request::SchedulingState;
 use unisched_si as si;
 
+use super::command::PreparedAsk;
 use super::objects::*;
 use super::partition::{Partition, ROOT};
 use crate::config::acl::Acl;
@@ -459,14 +460,9 @@ impl Partition {
     }
 
     /// Adds an ask, or updates the ask with the same key.
-    pub fn update_ask(
-        &mut self,
-        ask: si::AllocationAsk,
-        resource: Result<Resource, String>,
-        now: u64,
-    ) {
-        let (key, app_id) = (ask.allocation_key.as_str(), ask.application_id.as_str());
-        let resource = match resource {
+    pub fn update_ask(&mut self, ask: PreparedAsk, now: u64) {
+        let (key, app_id) = (&*ask.key, ask.application_id.as_str());
+        let resource = match ask.resource {
             Ok(r) => r,
             Err(reason) => return self.reject_ask(key, app_id, format!("ask {key}: {reason}")),
         };
@@ -513,7 +509,7 @@ impl Partition {
                 a.resource = self.sizes.intern(resource);
                 a.priority = ask.priority;
                 a.pending = wanted.saturating_sub(a.allocated_total);
-                a.set_tags(ask.tags.into_iter().collect());
+                a.set_tags(ask.extra.map(|e| e.tags).unwrap_or_default());
                 if a.pending == 0 {
                     self.unreserve(id);
                 }
@@ -521,7 +517,7 @@ impl Partition {
             }
             None => {
                 let seq = self.seq();
-                let key: Arc<str> = Arc::from(key);
+                let key = ask.key.clone();
                 // Upstream: without a policy an ask may be preempted for its own
                 // app but triggers no preemption.
                 let pref = ask.preemption_policy.unwrap_or(si::PreemptionPolicy {
@@ -540,7 +536,7 @@ impl Partition {
                     priority: ask.priority,
                     seq,
                     created: now,
-                    extra: AskExtra::boxed(ask.tags.into_iter().collect(), ask.task_group_name),
+                    extra: ask.extra,
                     placeholder: ask.placeholder,
                     originator: ask.originator,
                     allow_preempt_self: pref.allow_preempt_self,
