@@ -16,9 +16,9 @@ use si::update_container_scheduling_state_request::SchedulingState;
 use unisched_si as si;
 
 use super::objects::*;
-use super::partition::{Partition, ROOT};
+use super::partition::{Partition, Placed, ROOT};
 use crate::config::NodeSortKind;
-use crate::resources::{NameTable, Resource};
+use crate::resources::Resource;
 
 /// Most resource sizes remembered per memo in one pass.
 const MEMO_LIMIT: usize = 32;
@@ -37,8 +37,6 @@ pub struct PassContext<'a> {
     pub reservation_timeout: u64,
     /// The RM's predicates, when it asked for them.
     pub predicates: Option<&'a dyn Fn(&si::PredicatesArgs) -> bool>,
-    /// Resource names for the wire.
-    pub names: &'a NameTable,
     /// Earliest time a waiting ask becomes due for a reservation.
     pub next_wake: Option<u64>,
     /// Resources were freed in the middle of the pass (a placeholder too small
@@ -50,10 +48,6 @@ pub struct PassContext<'a> {
     reserve_memo: Vec<Resource>,
     /// (leaf, size) pairs that failed the headroom check in this pass.
     headroom_memo: Vec<(QueueId, Resource)>,
-    /// The wire form of the last size allocated: asks share interned sizes,
-    /// so consecutive allocations mostly repeat it, and cloning the map is
-    /// cheaper than building and hashing it again.
-    last_wire: Option<(std::sync::Arc<Resource>, si::Resource)>,
 }
 
 impl<'a> PassContext<'a> {
@@ -62,7 +56,6 @@ impl<'a> PassContext<'a> {
         now: u64,
         budget: usize,
         reservation_delay: u64,
-        names: &'a NameTable,
         predicates: Option<&'a dyn Fn(&si::PredicatesArgs) -> bool>,
     ) -> Self {
         Self {
@@ -72,25 +65,11 @@ impl<'a> PassContext<'a> {
             reservation_delay,
             reservation_timeout: u64::MAX,
             predicates,
-            names,
             next_wake: None,
             rerun: false,
             node_memo: Vec::new(),
             reserve_memo: Vec::new(),
             headroom_memo: Vec::new(),
-            last_wire: None,
-        }
-    }
-
-    /// The wire form of an interned ask size.
-    fn wire_size(&mut self, size: &std::sync::Arc<Resource>) -> si::Resource {
-        match &self.last_wire {
-            Some((last, wire)) if std::sync::Arc::ptr_eq(last, size) => wire.clone(),
-            _ => {
-                let wire = self.names.to_si(size);
-                self.last_wire = Some((size.clone(), wire.clone()));
-                wire
-            }
         }
     }
 
@@ -128,6 +107,9 @@ enum NodeSearch {
     },
 }
 
+/// Most allocation slots a pass reserves ahead for pending asks.
+const ARENA_RESERVE_CAP: usize = 1 << 16;
+
 impl Partition {
     /// Runs one pass; returns the number of allocations made.
     pub fn schedule(&mut self, ctx: &mut PassContext<'_>) -> usize {
@@ -135,13 +117,15 @@ impl Partition {
         self.sync_lanes();
         self.rekey_dirty();
         self.recheck_exhausted();
-        // Room for this pass's results up front instead of growing by doubling.
-        let expected = ctx
-            .budget
-            .min(usize::try_from(self.pending_ask_count).unwrap_or(usize::MAX));
-        self.outbox.allocation.new.reserve(expected);
-        self.allocs.reserve(expected);
-        self.alloc_by_id.reserve(expected);
+        // Room for the results up front instead of growing by doubling (which
+        // copies the arena and touches twice the memory): this pass's in the
+        // outbox, and in the arenas for every pending ask (up to a cap, so a
+        // huge backlog that does not fit reserves no more than that).
+        let pending = usize::try_from(self.pending_ask_count).unwrap_or(usize::MAX);
+        self.outbox.placed.reserve(ctx.budget.min(pending));
+        let arena = pending.min(ARENA_RESERVE_CAP);
+        self.allocs.reserve(arena);
+        self.alloc_by_id.reserve(arena);
         self.freed_in_pass = false;
         self.pass += 1;
         // The memos hold for one pass only: a rerun comes after reservations
@@ -512,19 +496,18 @@ impl Partition {
         a.allocated_total += 1;
         let number = a.next_id;
         let done = a.pending == 0;
-        let (res, size, priority) = (*a.resource, a.resource.clone(), a.priority);
-        let resource_wire = ctx.wire_size(&size);
-        let (placeholder, task_group, originator) =
-            (a.placeholder, a.task_group().to_string(), a.originator);
+        let (res, size) = (*a.resource, a.resource.clone());
+        let meta = AllocMeta {
+            priority: a.priority,
+            placeholder: a.placeholder,
+            task_group: a.task_group().to_string(),
+            originator: a.originator,
+            tags: a.tags().clone(),
+        };
         let preemption = si::PreemptionPolicy {
             allow_preempt_self: a.allow_preempt_self,
             allow_preempt_other: a.allow_preempt_other,
         };
-        let tags: std::collections::HashMap<String, String> = a
-            .tags()
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
         let had_state = a.reported_state;
         if done && self.apps[app].pending_order.remove(&order_key) {
             self.pending_ask_removed();
@@ -539,30 +522,28 @@ impl Partition {
             number += 1;
             id_text = allocation_id(key, number);
         }
-        // `String::from(&str)`, not `to_string()`: on an `Arc<str>` that goes
-        // through the formatting machinery (~200 instructions a string).
-        let allocation_key = String::from(&**key);
+        let key = key.clone();
         self.asks[ask].next_id = number + 1;
-        let id: std::sync::Arc<str> = std::sync::Arc::from(id_text.as_str());
+        let id: std::sync::Arc<str> = std::sync::Arc::from(id_text);
         // A real ask the pass already passed over may replace this placeholder:
         // another round, so a settled core has nothing left to do.
-        ctx.rerun |= placeholder && self.gang_real_ask_pending(app, &task_group);
-        let wire = si::Allocation {
-            allocation_key,
-            allocation_tags: tags,
-            resource_per_alloc: Some(resource_wire),
-            priority,
-            node_id: String::from(&*self.nodes[node].id),
-            application_id: String::from(&*self.apps[app].id),
-            partition_name: self.plain_name().to_string(),
-            task_group_name: task_group,
-            placeholder,
-            allocation_id: id_text,
-            originator,
-            preemption_policy: Some(preemption),
+        ctx.rerun |= meta.placeholder && self.gang_real_ask_pending(app, &meta.task_group);
+        // The wire form is built by the dispatcher (see `Placed`).
+        let placed = Placed {
+            key,
+            id: id.clone(),
+            node: self.nodes[node].id.clone(),
+            app: self.apps[app].id.clone(),
+            size: res,
+            task_group: meta.task_group.clone(),
+            tags: meta.tags.clone(),
+            priority: meta.priority,
+            placeholder: meta.placeholder,
+            originator: meta.originator,
+            preemption,
         };
-        self.insert_allocation(app, ask, node, id, size, &wire, ctx.now);
-        self.outbox.allocation.new.push(wire);
+        self.insert_allocation(app, ask, node, id, size, meta, ctx.now);
+        self.outbox.placed.push(placed);
         if had_state != 0 {
             self.report_scheduling_state(ask, SchedulingState::Scheduled, "allocated");
         }

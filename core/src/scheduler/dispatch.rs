@@ -10,10 +10,13 @@ use crossbeam_channel::{Receiver, Sender, unbounded};
 use unisched_shim_api::{CallbackResult, ResourceManagerCallback};
 use unisched_si as si;
 
+use super::partition::AllocationBatch;
+use crate::resources::{NameTable, Resource, ResourceNames};
+
 /// One delivery to an RM.
 pub enum Outgoing {
-    /// Allocation results.
-    Allocation(si::AllocationResponse),
+    /// Allocation results; the new allocations still to be put in wire form.
+    Allocation(AllocationBatch),
     /// Application results.
     Application(si::ApplicationResponse),
     /// Node results.
@@ -40,13 +43,17 @@ pub struct Dispatcher {
 
 impl Dispatcher {
     /// Starts the delivery thread for `callback`.
-    pub fn start(rm_id: &str, callback: Arc<dyn ResourceManagerCallback>) -> Self {
+    pub fn start(
+        rm_id: &str,
+        callback: Arc<dyn ResourceManagerCallback>,
+        names: Arc<ResourceNames>,
+    ) -> Self {
         let (tx, rx) = unbounded();
         let name = format!("unisched-callback-{rm_id}");
         let rm = rm_id.to_string();
         let thread = std::thread::Builder::new()
             .name(name)
-            .spawn(move || deliver_all(&rm, callback.as_ref(), rx))
+            .spawn(move || deliver_all(&rm, callback.as_ref(), rx, WireBuilder::new(names)))
             .ok();
         if thread.is_none() {
             tracing::error!(
@@ -80,16 +87,68 @@ impl Drop for Dispatcher {
     }
 }
 
-fn deliver_all(rm: &str, callback: &dyn ResourceManagerCallback, rx: Receiver<Outgoing>) {
+/// Builds the wire form of new allocations on the dispatcher thread.
+struct WireBuilder {
+    names: Arc<ResourceNames>,
+    table: NameTable,
+    /// The last size converted and its wire form: allocations come in runs of
+    /// equal sizes, and cloning the map is cheaper than building it again.
+    last: Option<(Resource, si::Resource)>,
+}
+
+impl WireBuilder {
+    fn new(names: Arc<ResourceNames>) -> Self {
+        Self {
+            names,
+            table: NameTable::default(),
+            last: None,
+        }
+    }
+
+    /// The response with every placed allocation in its `new` list, in order.
+    fn response(&mut self, batch: AllocationBatch) -> si::AllocationResponse {
+        let AllocationBatch {
+            mut response,
+            placed,
+            partition_name,
+        } = batch;
+        if placed.is_empty() {
+            return response;
+        }
+        // Names only grow and never change index: a copy refreshed now
+        // covers every size made before the batch was sent.
+        self.table.refresh(&self.names);
+        response.new.reserve(placed.len());
+        for p in placed {
+            let resource = match &self.last {
+                Some((size, wire)) if *size == p.size => wire.clone(),
+                _ => {
+                    let wire = self.table.to_si(&p.size);
+                    self.last = Some((p.size, wire.clone()));
+                    wire
+                }
+            };
+            response.new.push(p.into_wire(&partition_name, resource));
+        }
+        response
+    }
+}
+
+fn deliver_all(
+    rm: &str,
+    callback: &dyn ResourceManagerCallback,
+    rx: Receiver<Outgoing>,
+    mut wire: WireBuilder,
+) {
     for out in rx {
         let (what, result) = match out {
             Outgoing::Barrier(token) => {
                 drop(token);
                 continue;
             }
-            Outgoing::Allocation(r) => (
+            Outgoing::Allocation(batch) => (
                 "update_allocation",
-                guarded(|| callback.update_allocation(r)),
+                guarded(|| callback.update_allocation(wire.response(batch))),
             ),
             Outgoing::Application(r) => (
                 "update_application",

@@ -42,7 +42,7 @@ use super::allocate::PassContext;
 use super::command::{Command, PreparedAllocationRequest, PreparedAsk, PreparedNode};
 use super::dispatch::{Dispatcher, Outgoing, guarded, panic_message};
 use super::observe::{Observer, ObservingCallback, PUBLISH_INTERVAL, Published, RmConfig};
-use super::partition::Partition;
+use super::partition::{AllocationBatch, Partition};
 use crate::config;
 use crate::resources::{NameTable, ResourceNames};
 use crate::snapshot::PartitionSnapshot;
@@ -355,7 +355,7 @@ impl Engine {
             callback.clone(),
             self.observer.clone(),
         ));
-        let dispatcher = Dispatcher::start(&rm_id, observed);
+        let dispatcher = Dispatcher::start(&rm_id, observed, self.names.clone());
         self.observer.set_config(
             &rm_id,
             RmConfig {
@@ -685,7 +685,7 @@ impl Engine {
             let pred_ref: Option<&dyn Fn(&si::PredicatesArgs) -> bool> = pred_fn
                 .as_ref()
                 .map(|f| f as &dyn Fn(&si::PredicatesArgs) -> bool);
-            let mut ctx = PassContext::new(now, budget, delay, &self.table, pred_ref);
+            let mut ctx = PassContext::new(now, budget, delay, pred_ref);
             ctx.reservation_timeout = reservation_timeout;
             let result = catch_unwind(AssertUnwindSafe(|| p.schedule(&mut ctx)));
             match result {
@@ -715,14 +715,15 @@ impl Engine {
             let Some(rm) = self.rms.get(&p.rm_id) else {
                 continue;
             };
-            send_outbox(&rm.dispatcher, out);
+            send_outbox(&rm.dispatcher, out, p.plain_name());
         }
     }
 
     fn flush_rm(&mut self, rm_id: &str, rm: &RmEntry) {
         for p in self.partitions.values_mut() {
             if p.rm_id.as_ref() == rm_id && !p.outbox.is_empty() {
-                send_outbox(&rm.dispatcher, std::mem::take(&mut p.outbox));
+                let out = std::mem::take(&mut p.outbox);
+                send_outbox(&rm.dispatcher, out, p.plain_name());
             }
         }
     }
@@ -768,7 +769,8 @@ impl Engine {
     }
 }
 
-fn send_outbox(dispatcher: &Dispatcher, out: super::partition::Outbox) {
+fn send_outbox(dispatcher: &Dispatcher, out: super::partition::Outbox, partition_name: &str) {
+    let partition_name = partition_name.to_string();
     let (nodes, apps, allocs) = (out.has_node(), out.has_application(), out.has_allocation());
     if nodes {
         dispatcher.send(Outgoing::Node(out.node));
@@ -777,7 +779,11 @@ fn send_outbox(dispatcher: &Dispatcher, out: super::partition::Outbox) {
         dispatcher.send(Outgoing::Application(out.application));
     }
     if allocs {
-        dispatcher.send(Outgoing::Allocation(out.allocation));
+        dispatcher.send(Outgoing::Allocation(AllocationBatch {
+            response: out.allocation,
+            placed: out.placed,
+            partition_name,
+        }));
     }
     for s in out.states {
         dispatcher.send(Outgoing::State(s));

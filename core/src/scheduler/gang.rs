@@ -30,8 +30,8 @@ use unisched_si as si;
 
 use super::allocate::PassContext;
 use super::objects::*;
-use super::partition::Partition;
-use crate::resources::{NameTable, Resource};
+use super::partition::{Partition, Placed};
+use crate::resources::Resource;
 
 /// Placeholder timeout when the application sets no execution timeout.
 pub const DEFAULT_PLACEHOLDER_TIMEOUT: u64 = 15 * 60 * 1_000_000_000;
@@ -392,8 +392,6 @@ impl Partition {
         let Some(&ask) = self.apps[app].asks.get(key) else {
             return;
         };
-        let mut table = NameTable::default();
-        table.refresh(&self.names);
         let a = &self.asks[ask];
         let mut number = a.next_id;
         let mut id_text = format!("{key}-{number}");
@@ -402,40 +400,34 @@ impl Partition {
             id_text = format!("{key}-{number}");
         }
         self.asks[ask].next_id = number + 1;
-        let partition_name = self.plain_name().to_string();
         let a = &self.asks[ask];
-        let wire = si::Allocation {
-            allocation_key: key.to_string(),
-            allocation_tags: a
-                .tags()
-                .iter()
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
-            resource_per_alloc: Some(table.to_si(&res)),
+        let meta = AllocMeta {
             priority: a.priority,
-            node_id: String::from(&*self.nodes[node].id),
-            application_id: String::from(&*self.apps[app].id),
-            partition_name,
-            task_group_name: a.task_group().to_string(),
             placeholder: false,
-            allocation_id: id_text.clone(),
+            task_group: a.task_group().to_string(),
             originator: a.originator,
-            preemption_policy: Some(si::PreemptionPolicy {
+            tags: a.tags().clone(),
+        };
+        let id: Arc<str> = Arc::from(id_text);
+        let placed = Placed {
+            key: key.clone(),
+            id: id.clone(),
+            node: self.nodes[node].id.clone(),
+            app: self.apps[app].id.clone(),
+            size: res,
+            task_group: meta.task_group.clone(),
+            tags: meta.tags.clone(),
+            priority: meta.priority,
+            placeholder: false,
+            originator: meta.originator,
+            preemption: si::PreemptionPolicy {
                 allow_preempt_self: a.allow_preempt_self,
                 allow_preempt_other: a.allow_preempt_other,
-            }),
+            },
         };
         let size = self.sizes.intern(res);
-        self.insert_allocation(
-            app,
-            ask,
-            node,
-            Arc::from(id_text.as_str()),
-            size,
-            &wire,
-            now,
-        );
-        self.outbox.allocation.new.push(wire);
+        self.insert_allocation(app, ask, node, id, size, meta, now);
+        self.outbox.placed.push(placed);
         if self.asks[ask].reported_state != 0 {
             self.report_scheduling_state(
                 ask,

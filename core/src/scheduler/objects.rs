@@ -542,6 +542,22 @@ pub struct Allocation {
     pub releasing: Option<Box<PendingRelease>>,
 }
 
+/// What an allocation record keeps of the ask (or recovered allocation) it
+/// came from.
+#[derive(Debug, Clone, Default)]
+pub struct AllocMeta {
+    /// Priority of the ask.
+    pub priority: i32,
+    /// Gang placeholder.
+    pub placeholder: bool,
+    /// Gang task group.
+    pub task_group: String,
+    /// Originator.
+    pub originator: bool,
+    /// Tags.
+    pub tags: BTreeMap<String, String>,
+}
+
 /// A release decided by the core (placeholder replaced, preempted) waiting for
 /// the RM's confirming `AllocationRelease`.
 #[derive(Debug, Clone)]

@@ -921,7 +921,14 @@ impl Partition {
         let a = &mut self.asks[ask];
         a.next_id = a.next_id.max(next);
         let size = self.sizes.intern(resource);
-        self.insert_allocation(app, ask, node, id, size, &alloc, now);
+        let meta = AllocMeta {
+            priority: alloc.priority,
+            placeholder: alloc.placeholder,
+            task_group: alloc.task_group_name,
+            originator: alloc.originator,
+            tags: alloc.allocation_tags.into_iter().collect(),
+        };
+        self.insert_allocation(app, ask, node, id, size, meta, now);
         if matches!(
             self.apps[app].state,
             AppState::New | AppState::Accepted | AppState::Completing | AppState::Resuming
@@ -932,7 +939,7 @@ impl Partition {
     }
 
     /// Records an allocation and its usage.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments)] // one per part of the record
     pub fn insert_allocation(
         &mut self,
         app: AppId,
@@ -940,7 +947,7 @@ impl Partition {
         node: NodeId,
         id: Arc<str>,
         resource: Arc<Resource>,
-        from: &si::Allocation,
+        meta: AllocMeta,
         now: u64,
     ) -> AllocId {
         self.add_usage(app, node, &resource);
@@ -951,15 +958,11 @@ impl Partition {
             app,
             node,
             resource,
-            priority: from.priority,
-            placeholder: from.placeholder,
-            task_group: from.task_group_name.clone(),
-            originator: from.originator,
-            tags: from
-                .allocation_tags
-                .iter()
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
+            priority: meta.priority,
+            placeholder: meta.placeholder,
+            task_group: meta.task_group,
+            originator: meta.originator,
+            tags: meta.tags,
             created: now,
             node_slot: self.nodes[node].allocations.len(),
             releasing: None,

@@ -25,11 +25,77 @@ pub const ROOT: QueueId = 0;
 /// How many completed applications a partition remembers for readers.
 const COMPLETED_APPS_KEPT: usize = 10_000;
 
+/// A new allocation as the scheduling thread leaves it for the RM's
+/// dispatcher, which builds the wire `si::Allocation` from it on its own
+/// thread: the strings and the resource map of the wire form are allocated
+/// and freed there, not on the scheduling thread (where building them and
+/// having another thread free them was about a third of an allocation's cost).
+#[derive(Debug, Clone)]
+pub struct Placed {
+    /// Allocation key (the ask's).
+    pub key: Arc<str>,
+    /// Allocation id.
+    pub id: Arc<str>,
+    /// Node id.
+    pub node: Arc<str>,
+    /// Application id.
+    pub app: Arc<str>,
+    /// Resources held.
+    pub size: Resource,
+    /// Gang task group (empty for none).
+    pub task_group: String,
+    /// Tags copied from the ask.
+    pub tags: BTreeMap<String, String>,
+    /// Priority of the ask.
+    pub priority: i32,
+    /// Gang placeholder.
+    pub placeholder: bool,
+    /// Originator.
+    pub originator: bool,
+    /// The ask's preemption policy.
+    pub preemption: si::PreemptionPolicy,
+}
+
+impl Placed {
+    /// The wire form, with the resource map `resource` (converted by the caller,
+    /// which can reuse one conversion for a run of equal sizes).
+    pub fn into_wire(self, partition_name: &str, resource: si::Resource) -> si::Allocation {
+        si::Allocation {
+            allocation_key: String::from(&*self.key),
+            allocation_tags: self.tags.into_iter().collect(),
+            resource_per_alloc: Some(resource),
+            priority: self.priority,
+            node_id: String::from(&*self.node),
+            application_id: String::from(&*self.app),
+            partition_name: partition_name.to_string(),
+            task_group_name: self.task_group,
+            placeholder: self.placeholder,
+            allocation_id: String::from(&*self.id),
+            originator: self.originator,
+            preemption_policy: Some(self.preemption),
+        }
+    }
+}
+
+/// The allocation results of one flush: the response, and the new allocations
+/// still to be turned into its `new` list (see [`Placed`]).
+#[derive(Debug, Default)]
+pub struct AllocationBatch {
+    /// Releases, rejections (and nothing in `new`).
+    pub response: si::AllocationResponse,
+    /// New allocations, in the order they were made.
+    pub placed: Vec<Placed>,
+    /// The partition name without the RM prefix.
+    pub partition_name: String,
+}
+
 /// Everything a partition produced for its RM since the last flush.
 #[derive(Debug, Default)]
 pub struct Outbox {
-    /// Allocation results.
+    /// Allocation results (releases, rejections).
     pub allocation: si::AllocationResponse,
+    /// New allocations, turned into `allocation.new` by the dispatcher.
+    pub placed: Vec<Placed>,
     /// Application results.
     pub application: si::ApplicationResponse,
     /// Node results.
@@ -54,6 +120,7 @@ impl Outbox {
     pub fn has_allocation(&self) -> bool {
         let a = &self.allocation;
         !(a.new.is_empty()
+            && self.placed.is_empty()
             && a.released.is_empty()
             && a.released_asks.is_empty()
             && a.rejected.is_empty()
