@@ -66,14 +66,16 @@ pub struct BenchArgs {
     #[arg(long, conflicts_with_all = ["rate", "pending_memory"])]
     pub growth: bool,
     /// How long `--rate` keeps submitting.
-    #[arg(long, default_value_t = 3.0, requires = "rate")]
+    #[arg(long, default_value_t = 6.0, requires = "rate")]
     pub seconds: f64,
     /// With `--rate`: seconds an allocation lives before the RM releases it.
     #[arg(long, default_value_t = 1.0, requires = "rate")]
     pub lifetime: f64,
     /// With `--rate`: seconds at the start whose asks are not counted (at
-    /// most half of `--seconds`).
-    #[arg(long, default_value_t = 1.0, requires = "rate")]
+    /// most half of `--seconds`). The default is twice the default lifetime:
+    /// the live allocations reach their working set after one lifetime, and
+    /// the core's tables make their last doublings around then.
+    #[arg(long, default_value_t = 2.0, requires = "rate")]
     pub warmup: f64,
 }
 
