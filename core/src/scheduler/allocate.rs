@@ -241,7 +241,9 @@ impl Partition {
         let queue = &mut self.queues[q];
         queue.blocked_in_pass = self.pass;
         if let (Some(k), Some(parent)) = (queue.key_in_parent.take(), queue.parent) {
-            self.queues[parent].child_order.remove(&k);
+            self.queues[parent]
+                .child_order
+                .remove(&k, &mut self.queue_slots);
         }
         self.parked_queues.push(q);
     }
@@ -251,7 +253,7 @@ impl Partition {
         a.blocked_in_pass = self.pass;
         if let Some(k) = a.key_in_queue.take() {
             let leaf = a.queue;
-            self.queues[leaf].app_order.remove(&k);
+            self.queues[leaf].app_order.remove(&k, &mut self.app_slots);
         }
         self.parked_apps.push(app);
     }

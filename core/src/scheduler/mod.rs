@@ -32,6 +32,7 @@ mod command;
 mod dispatch;
 mod engine;
 mod gang;
+mod heap;
 mod limits;
 mod objects;
 pub mod observe;

@@ -6,6 +6,7 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use super::heap::{HeapKey, KeyHeap};
 use crate::resources::{Lanes, Resource};
 
 /// Hash map used for the core's lookups: much faster than the standard hasher.
@@ -71,6 +72,18 @@ pub type QueueKey = (u64, Reverse<i32>, Reverse<u64>, QueueId);
 /// policy's key (submission sequence for fifo, dominant share for fair), then
 /// submission sequence.
 pub type AppKey = (Reverse<i32>, u64, u64, AppId);
+
+impl HeapKey for QueueKey {
+    fn id(&self) -> usize {
+        self.3
+    }
+}
+
+impl HeapKey for AppKey {
+    fn id(&self) -> usize {
+        self.3
+    }
+}
 
 /// Order of an ask in its application: highest priority first, then oldest.
 pub type AskKey = (Reverse<i32>, u64, AskId);
@@ -139,9 +152,9 @@ pub struct Queue {
     /// Pending below this queue.
     pub pending: Resource,
     /// Parent: children with pending demand, in sort order.
-    pub child_order: BTreeSet<QueueKey>,
+    pub child_order: KeyHeap<QueueKey>,
     /// Leaf: applications with pending demand, in sort order.
-    pub app_order: BTreeSet<AppKey>,
+    pub app_order: KeyHeap<AppKey>,
     /// Leaf: every application placed here.
     pub apps: BTreeSet<AppId>,
     /// The key under which this queue sits in its parent's `child_order`.
@@ -177,8 +190,8 @@ impl Queue {
             admin_acl: None,
             allocated: Resource::ZERO,
             pending: Resource::ZERO,
-            child_order: BTreeSet::new(),
-            app_order: BTreeSet::new(),
+            child_order: KeyHeap::default(),
+            app_order: KeyHeap::default(),
             apps: BTreeSet::new(),
             key_in_parent: None,
             blocked_in_pass: 0,
@@ -208,11 +221,11 @@ impl Queue {
 
     /// The base against which this queue's usage share is computed: the
     /// guarantee, or the max where nothing is guaranteed.
-    pub fn share_base(&self) -> Resource {
+    pub fn share_base(&self) -> &Resource {
         if self.guaranteed.is_zero() {
-            self.max
+            &self.max
         } else {
-            self.guaranteed
+            &self.guaranteed
         }
     }
 }

@@ -301,7 +301,7 @@ impl Partition {
         self.count_running(app, false);
         if let Some(k) = self.apps[app].key_in_queue.take() {
             let q = self.apps[app].queue;
-            self.queues[q].app_order.remove(&k);
+            self.queues[q].app_order.remove(&k, &mut self.app_slots);
         }
         let a = self.apps.remove(app);
         self.queues[a.queue].apps.remove(&app);
@@ -331,7 +331,9 @@ impl Partition {
             let Some(parent) = queue.parent else { return };
             let path = queue.path.clone();
             if let Some(k) = self.queues[q].key_in_parent.take() {
-                self.queues[parent].child_order.remove(&k);
+                self.queues[parent]
+                    .child_order
+                    .remove(&k, &mut self.queue_slots);
             }
             self.queues[parent].children.retain(|&c| c != q);
             self.queue_by_path.remove(&path);

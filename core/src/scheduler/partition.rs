@@ -14,6 +14,7 @@ use std::sync::Arc;
 use slab::Slab;
 use unisched_si as si;
 
+use super::heap::Slots;
 use super::limits::QueueLimits;
 use super::objects::*;
 use crate::config::{NodeSortKind, PartitionConfig, QueueConfig};
@@ -258,6 +259,10 @@ pub struct Partition {
     /// Clock time of the request, timer or pass being applied (for events
     /// raised deep inside bookkeeping, such as a dropped reservation).
     pub now: u64,
+    /// Where each queue sits in its parent's `child_order` heap.
+    pub queue_slots: Slots,
+    /// Where each application sits in its leaf's `app_order` heap.
+    pub app_slots: Slots,
     /// Resource lanes in use (names interned so far): usage, fit and share
     /// arithmetic on the hot path runs over these only. Kept up to date by
     /// [`Partition::sync_lanes`] before each request and pass.
@@ -314,6 +319,8 @@ impl Partition {
             freed_in_pass: false,
             now: 0,
             lanes: Lanes::ALL,
+            queue_slots: Slots::default(),
+            app_slots: Slots::default(),
         };
         partition.sync_lanes();
         partition.apply_config(config, 0)?;
@@ -745,7 +752,7 @@ impl Partition {
         let priority = if q.sort_priority { a.priority() } else { 0 };
         let policy_key = match q.app_sort {
             AppSortPolicy::Fifo => a.seq,
-            AppSortPolicy::Fair => a.allocated.dominant_share_in(&q.share_base(), self.lanes),
+            AppSortPolicy::Fair => a.allocated.dominant_share_in(q.share_base(), self.lanes),
         };
         Some((Reverse(priority), policy_key, a.seq, app))
     }
@@ -760,11 +767,14 @@ impl Partition {
         let target = if parked { None } else { new_key };
         // A fifo app's key rarely changes with an allocation: skip the set then.
         if a.key_in_queue != target {
-            if let Some(k) = a.key_in_queue {
-                self.queues[leaf].app_order.remove(&k);
-            }
-            if let Some(k) = target {
-                self.queues[leaf].app_order.insert(k);
+            let order = &mut self.queues[leaf].app_order;
+            match (a.key_in_queue, target) {
+                (Some(old), Some(new)) => order.replace(&old, new, &mut self.app_slots),
+                (Some(old), None) => {
+                    order.remove(&old, &mut self.app_slots);
+                }
+                (None, Some(new)) => order.insert(new, &mut self.app_slots),
+                (None, None) => {}
             }
             self.apps[app].key_in_queue = target;
         }
@@ -800,9 +810,9 @@ impl Partition {
         }
         let base = q.share_base();
         Some((
-            q.allocated.dominant_share_in(&base, self.lanes),
+            q.allocated.dominant_share_in(base, self.lanes),
             Reverse(q.priority_seen_by_parent(self.queue_priority(id))),
-            Reverse(q.pending.dominant_share_in(&base, self.lanes)),
+            Reverse(q.pending.dominant_share_in(base, self.lanes)),
             id,
         ))
     }
@@ -827,12 +837,16 @@ impl Partition {
             let q = &self.queues[cur];
             let parked = q.blocked_in_pass == self.pass && self.pass != 0;
             let target = if parked { None } else { new_key };
-            if q.key_in_parent != target {
-                if let Some(k) = q.key_in_parent {
-                    self.queues[parent].child_order.remove(&k);
-                }
-                if let Some(k) = target {
-                    self.queues[parent].child_order.insert(k);
+            let current = q.key_in_parent;
+            if current != target {
+                let order = &mut self.queues[parent].child_order;
+                match (current, target) {
+                    (Some(old), Some(new)) => order.replace(&old, new, &mut self.queue_slots),
+                    (Some(old), None) => {
+                        order.remove(&old, &mut self.queue_slots);
+                    }
+                    (None, Some(new)) => order.insert(new, &mut self.queue_slots),
+                    (None, None) => {}
                 }
                 self.queues[cur].key_in_parent = target;
             }
