@@ -74,29 +74,27 @@ pub fn run(options: &SustainedOptions) -> Result<SustainedReport, WorkloadError>
         .max(1.0) as usize;
     let per_tick = (options.rate as f64 * options.tick.as_secs_f64()).max(1.0);
     let total = (per_tick * ticks as f64).round() as usize;
-    let workload = shapes::w1(options.nodes.max(1), total);
-    // Interleave the two apps' asks, then cut them into the ticks' batches:
-    // tick i carries asks [round(i * per_tick), round((i + 1) * per_tick)).
-    let mut halves = workload.ask_batches.into_iter();
-    let (first, second) = (
-        halves.next().unwrap_or_default(),
-        halves.next().unwrap_or_default(),
-    );
-    let mut interleaved = Vec::with_capacity(total);
-    let mut second = second.into_iter();
-    for ask in first {
-        interleaved.push(ask);
-        interleaved.extend(second.next());
-    }
-    interleaved.extend(second);
-    let mut asks = interleaved.into_iter();
-    let batches: Vec<Vec<_>> = (0..ticks)
-        .map(|i| {
-            let end = ((i + 1) as f64 * per_tick).round() as usize;
-            let start = (i as f64 * per_tick).round() as usize;
-            asks.by_ref().take(end - start).collect()
-        })
-        .collect();
+    // W1's cluster, its asks made tick by tick as an RM makes them when pods
+    // arrive (building all of them up front left the RM thread freeing, and
+    // the allocator returning to the OS, hundreds of megabytes during the
+    // run: a stall of several milliseconds every second, in the RM's thread
+    // and in the page faults of every other). Asks alternate between the two
+    // apps: ask j is app-1's j/2th or app-2's.
+    let workload = shapes::w1_cluster(options.nodes.max(1), total);
+    let half = total / 2;
+    let make_ask = |j: usize| {
+        if j % 2 == 0 {
+            shapes::w1_ask("app-1", j / 2)
+        } else {
+            shapes::w1_ask("app-2", half + j / 2)
+        }
+    };
+    // Tick i carries asks [round(i * per_tick), round((i + 1) * per_tick)).
+    let tick_range = |i: usize| {
+        let start = (i as f64 * per_tick).round() as usize;
+        let end = (((i + 1) as f64 * per_tick).round() as usize).min(total);
+        start..end.max(start)
+    };
     let cluster = Cluster::start(
         &workload.config,
         &workload.partition,
@@ -110,7 +108,8 @@ pub fn run(options: &SustainedOptions) -> Result<SustainedReport, WorkloadError>
     let start = Instant::now();
     let mut submitted = Submitted::with_capacity(total, ticks);
     let mut released = 0usize;
-    for (i, batch) in batches.into_iter().enumerate() {
+    for i in 0..ticks {
+        let batch: Vec<_> = tick_range(i).map(make_ask).collect();
         let due = start + options.tick.mul_f64(i as f64);
         let now = Instant::now();
         if due > now {

@@ -17,6 +17,21 @@ const GIB: i64 = 1 << 30;
 /// fit (k = asks/nodes + 1 slots each), two apps in root.a and root.b, each
 /// with half the asks, submitted in two calls.
 pub fn w1(nodes: usize, asks: usize) -> Workload {
+    let mut workload = w1_cluster(nodes, asks);
+    let first_half = asks / 2;
+    let batch = |app_id: &str, range: std::ops::Range<usize>| {
+        range.map(|i| w1_ask(app_id, i)).collect::<Vec<_>>()
+    };
+    workload.ask_batches = vec![
+        batch("app-1", 0..first_half),
+        batch("app-2", first_half..asks),
+    ];
+    workload
+}
+
+/// W1's cluster (configuration, the two apps, nodes sized for `asks` asks)
+/// without the asks, for a driver that makes its asks as it goes.
+pub fn w1_cluster(nodes: usize, asks: usize) -> Workload {
     let config = "\
 partitions:
   - name: default
@@ -51,20 +66,6 @@ partitions:
             )
         })
         .collect();
-    let first_half = asks / 2;
-    let batch = |app_id: &str, range: std::ops::Range<usize>| {
-        range
-            .map(|i| {
-                ask(
-                    format!("{app_id}-alloc-{i}"),
-                    app_id,
-                    PARTITION,
-                    &[("vcore", 1), ("memory", 10)],
-                    0,
-                )
-            })
-            .collect::<Vec<_>>()
-    };
     Workload {
         name: "w1".to_string(),
         config,
@@ -74,12 +75,20 @@ partitions:
             app("app-2".to_string(), "root.b", PARTITION, "testuser"),
         ],
         nodes,
-        ask_batches: vec![
-            batch("app-1", 0..first_half),
-            batch("app-2", first_half..asks),
-        ],
+        ask_batches: Vec::new(),
         expected_allocations: Some(asks),
     }
+}
+
+/// The `i`th W1 ask of `app_id`: memory 10, vcore 1, one allocation.
+pub fn w1_ask(app_id: &str, i: usize) -> unisched_si::AllocationAsk {
+    ask(
+        format!("{app_id}-alloc-{i}"),
+        app_id,
+        PARTITION,
+        &[("vcore", 1), ("memory", 10)],
+        0,
+    )
 }
 
 /// W2, many apps and queues: nodes of 16 vcore / 16 GiB / 110 pods; queues
