@@ -83,7 +83,7 @@ pub fn run(options: &SustainedOptions) -> Result<SustainedReport, WorkloadError>
     let workload = shapes::w1_cluster(options.nodes.max(1), total);
     let half = total / 2;
     let make_ask = |j: usize| {
-        if j % 2 == 0 {
+        if j.is_multiple_of(2) {
             shapes::w1_ask("app-1", j / 2)
         } else {
             shapes::w1_ask("app-2", half + j / 2)
