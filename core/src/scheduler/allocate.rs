@@ -18,7 +18,7 @@ use unisched_si as si;
 use super::objects::*;
 use super::partition::{Partition, Placed, ROOT};
 use crate::config::NodeSortKind;
-use crate::resources::Resource;
+use crate::resources::{Lanes, Resource};
 
 /// Most resource sizes remembered per memo in one pass.
 const MEMO_LIMIT: usize = 32;
@@ -187,7 +187,7 @@ impl Partition {
         }
         let on_reserved = reserved.filter(|&n| {
             let node = &self.nodes[n];
-            node.schedulable && res.fits_in(&node.available) && self.predicate(ctx, ask, n, true)
+            node.schedulable && node.res.fits(&res, Lanes::ALL) && self.predicate(ctx, ask, n, true)
         });
         let node = match on_reserved {
             Some(n) => Some(n),
@@ -376,7 +376,7 @@ impl Partition {
                     let node = &self.nodes[n];
                     node.schedulable
                         && node.reserved_by.is_none_or(|r| r == ask)
-                        && res.fits_in(&node.available)
+                        && node.res.fits(res, Lanes::ALL)
                         && self.predicate(ctx, ask, n, true)
                 });
             return match fits {
@@ -395,8 +395,8 @@ impl Partition {
                 clean = false;
                 return false;
             }
-            if !res.fits_in_lanes(&node.available, lanes) {
-                if floor.is_some_and(|f| !f.fits_in_lanes(&node.available, lanes)) {
+            if !node.res.fits(res, lanes) {
+                if floor.is_some_and(|f| !node.res.fits(&f, lanes)) {
                     exhausted.push(n);
                 }
                 return false;
@@ -445,7 +445,7 @@ impl Partition {
             let n = k.node();
             let node = &self.nodes[n];
             node.reserved_by.is_none()
-                && res.fits_in(&node.capacity.minus(&node.occupied))
+                && res.fits_in(&node.res.capacity().minus(&node.res.occupied()))
                 && self.predicate(ctx, ask, n, false)
         };
         // Exhausted nodes are candidates too: a reservation waits for room.

@@ -1029,19 +1029,15 @@ impl Partition {
                     None => Resource::ZERO,
                 };
                 let node_id: Arc<str> = Arc::from(id.as_str());
-                let mut node = Node {
+                let node = Node {
                     id: node_id.clone(),
                     attributes: info.attributes.into_iter().collect(),
-                    capacity,
-                    occupied,
-                    allocated: Resource::ZERO,
-                    available: Resource::ZERO,
+                    res: NodeResources::new(&capacity, &occupied),
                     schedulable: action == ActionFromRm::Create,
                     allocations: Default::default(),
                     reserved_by: None,
                     key_in_index: None,
                 };
-                node.refresh_available();
                 let n = self.nodes.insert(node);
                 self.node_by_id.insert(node_id, n);
                 self.total_capacity.add_assign(&capacity);
@@ -1088,9 +1084,9 @@ impl Partition {
                 };
                 let node = &mut self.nodes[n];
                 if let Some(c) = capacity {
-                    self.total_capacity.sub_assign(&node.capacity);
+                    self.total_capacity.sub_assign(&node.res.capacity());
                     self.total_capacity.add_assign(&c);
-                    node.capacity = c;
+                    node.res.set_capacity(&c);
                     self.outbox.event(
                         now,
                         EventType::Node,
@@ -1103,12 +1099,11 @@ impl Partition {
                 }
                 let node = &mut self.nodes[n];
                 if let Some(o) = occupied {
-                    node.occupied = o;
+                    node.res.set_occupied(&o);
                 }
                 if !info.attributes.is_empty() {
                     node.attributes = info.attributes.into_iter().collect();
                 }
-                node.refresh_available();
                 self.rekey_node(n);
                 self.accept_node(&id);
             }
@@ -1173,7 +1168,7 @@ impl Partition {
         self.rekey_node(n);
         let node = self.nodes.remove(n);
         self.node_by_id.remove(&node.id);
-        self.total_capacity.sub_assign(&node.capacity);
+        self.total_capacity.sub_assign(&node.res.capacity());
         self.outbox.event(
             now,
             EventType::Node,

@@ -591,9 +591,7 @@ impl Partition {
             self.queues[id].allocated.add_in(res, lanes);
             q = self.queues[id].parent;
         }
-        let n = &mut self.nodes[node];
-        n.allocated.add_in(res, lanes);
-        n.refresh_available_in(lanes);
+        self.nodes[node].res.add_allocated(res, lanes);
         self.rekey_node(node);
     }
 
@@ -607,9 +605,7 @@ impl Partition {
             self.queues[id].allocated.sub_in(res, lanes);
             q = self.queues[id].parent;
         }
-        let n = &mut self.nodes[node];
-        n.allocated.sub_in(res, lanes);
-        n.refresh_available_in(lanes);
+        self.nodes[node].res.sub_allocated(res, lanes);
         self.rekey_node(node);
     }
 
@@ -666,11 +662,11 @@ impl Partition {
         let mut score: u64 = 0;
         let mut weight_sum: u64 = 0;
         for &(i, w) in &self.node_weights {
-            let cap = node.capacity.get(i);
+            let cap = node.res.capacity_of(i);
             if cap <= 0 {
                 continue;
             }
-            let used = (node.allocated.get(i).saturating_add(node.occupied.get(i))).max(0);
+            let used = node.res.used_of(i).max(0);
             let share = (used as f64 / cap as f64 * SHARE_SCALE as f64) as u64;
             score = score.saturating_add((share / 1000).saturating_mul(w));
             weight_sum += w;
@@ -685,7 +681,7 @@ impl Partition {
         let exhausted = self
             .pending_floor
             .as_ref()
-            .is_some_and(|floor| !floor.fits_in_lanes(&n.available, self.lanes));
+            .is_some_and(|floor| !n.res.fits(floor, self.lanes));
         // A reserved node serves only the ask holding it, which tries it
         // first: kept out of the index, no search walks past it.
         let new_key = (n.schedulable && n.reserved_by.is_none())
@@ -966,10 +962,10 @@ impl Partition {
             .map(|(_, n)| NodeSnapshot {
                 id: String::from(&*n.id),
                 schedulable: n.schedulable,
-                capacity: map(&n.capacity),
-                occupied: map(&n.occupied),
-                allocated: map(&n.allocated),
-                available: map(&n.available),
+                capacity: map(&n.res.capacity()),
+                occupied: map(&n.res.occupied()),
+                allocated: map(&n.res.allocated()),
+                available: map(&n.res.available()),
                 allocation_count: n.allocations.len(),
                 reserved_by: n.reserved_by.map(|a| String::from(&*self.asks[a].key)),
                 attributes: n.attributes.clone(),

@@ -361,7 +361,7 @@ impl Partition {
                 .zip(victim.0.iter())
                 .any(|(&s, &v)| s > 0 && v > 0)
         };
-        let room = self.nodes[n].available.plus(freed_node);
+        let room = self.nodes[n].res.available().plus(freed_node);
         if overlaps(&res.minus(&room)) {
             return true;
         }
@@ -402,7 +402,7 @@ impl Partition {
         freed_node: &Resource,
         removed: &[(QueueId, Resource)],
     ) -> bool {
-        if !res.fits_in(&self.nodes[n].available.plus(freed_node)) {
+        if !res.fits_in(&self.nodes[n].res.available().plus(freed_node)) {
             return false;
         }
         let mut q = Some(leaf);
