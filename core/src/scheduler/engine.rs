@@ -770,7 +770,6 @@ impl Engine {
 }
 
 fn send_outbox(dispatcher: &Dispatcher, out: super::partition::Outbox, partition_name: &str) {
-    let partition_name = partition_name.to_string();
     let (nodes, apps, allocs) = (out.has_node(), out.has_application(), out.has_allocation());
     if nodes {
         dispatcher.send(Outgoing::Node(out.node));
@@ -782,7 +781,7 @@ fn send_outbox(dispatcher: &Dispatcher, out: super::partition::Outbox, partition
         dispatcher.send(Outgoing::Allocation(AllocationBatch {
             response: out.allocation,
             placed: out.placed,
-            partition_name,
+            partition_name: partition_name.to_string(),
         }));
     }
     for s in out.states {
