@@ -496,7 +496,6 @@ impl Partition {
         let order_key = a.order_key(ask);
         a.pending -= 1;
         a.allocated_total += 1;
-        let number = a.next_id;
         let done = a.pending == 0;
         let (res, size) = (*a.resource, a.resource.clone());
         let meta = AllocMeta {
@@ -506,46 +505,16 @@ impl Partition {
             originator: a.originator,
             tags: a.tags().clone(),
         };
-        let preemption = si::PreemptionPolicy {
-            allow_preempt_self: a.allow_preempt_self,
-            allow_preempt_other: a.allow_preempt_other,
-        };
         let had_state = a.reported_state;
         if done && self.apps[app].pending_order.remove(&order_key) {
             self.pending_ask_removed();
         }
         self.unreserve(ask);
         self.remove_pending(app, &res);
-        // Recovered allocations may hold ids of this ask: never collide.
-        let mut number = number;
-        let key = &self.asks[ask].key;
-        let mut id_text = allocation_id(key, number);
-        while self.alloc_by_id.contains_key(id_text.as_str()) {
-            number += 1;
-            id_text = allocation_id(key, number);
-        }
-        let key = key.clone();
-        self.asks[ask].next_id = number + 1;
-        let id: std::sync::Arc<str> = std::sync::Arc::from(id_text);
         // A real ask the pass already passed over may replace this placeholder:
         // another round, so a settled core has nothing left to do.
         ctx.rerun |= meta.placeholder && self.gang_real_ask_pending(app, &meta.task_group);
-        // The wire form is built by the dispatcher (see `Placed`).
-        let placed = Placed {
-            key,
-            id: id.clone(),
-            node: self.nodes[node].id.clone(),
-            app: self.apps[app].id.clone(),
-            size: res,
-            task_group: meta.task_group.clone(),
-            tags: meta.tags.clone(),
-            priority: meta.priority,
-            placeholder: meta.placeholder,
-            originator: meta.originator,
-            preemption,
-        };
-        self.insert_allocation(app, ask, node, id, size, meta, ctx.now);
-        self.outbox.placed.push(placed);
+        self.place(app, ask, node, size, meta, ctx.now);
         if had_state != 0 {
             self.report_scheduling_state(ask, SchedulingState::Scheduled, "allocated");
         }
@@ -557,6 +526,51 @@ impl Partition {
         }
         self.rekey_app(app);
         ctx.made += 1;
+    }
+}
+
+impl Partition {
+    /// Records an allocation of `ask` on `node` and queues it for the RM: a
+    /// fresh id (never one a recovered allocation holds), the record, and the
+    /// `Placed` from which the dispatcher builds the wire form.
+    pub(super) fn place(
+        &mut self,
+        app: AppId,
+        ask: AskId,
+        node: NodeId,
+        size: std::sync::Arc<Resource>,
+        meta: AllocMeta,
+        now: u64,
+    ) -> AllocId {
+        let key = self.asks[ask].key.clone();
+        let mut number = self.asks[ask].next_id;
+        let mut id_text = allocation_id(&key, number);
+        while self.alloc_by_id.contains_key(id_text.as_str()) {
+            number += 1;
+            id_text = allocation_id(&key, number);
+        }
+        self.asks[ask].next_id = number + 1;
+        let id: std::sync::Arc<str> = std::sync::Arc::from(id_text);
+        let a = &self.asks[ask];
+        let placed = Placed {
+            key,
+            id: id.clone(),
+            node: self.nodes[node].id.clone(),
+            app: self.apps[app].id.clone(),
+            size: *size,
+            task_group: meta.task_group.clone(),
+            tags: meta.tags.clone(),
+            priority: meta.priority,
+            placeholder: meta.placeholder,
+            originator: meta.originator,
+            preemption: si::PreemptionPolicy {
+                allow_preempt_self: a.allow_preempt_self,
+                allow_preempt_other: a.allow_preempt_other,
+            },
+        };
+        let alloc = self.insert_allocation(app, ask, node, id, size, meta, now);
+        self.outbox.placed.push(placed);
+        alloc
     }
 }
 

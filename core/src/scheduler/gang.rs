@@ -30,7 +30,7 @@ use unisched_si as si;
 
 use super::allocate::PassContext;
 use super::objects::*;
-use super::partition::{Partition, Placed};
+use super::partition::Partition;
 use crate::resources::Resource;
 
 /// Placeholder timeout when the application sets no execution timeout.
@@ -393,14 +393,6 @@ impl Partition {
             return;
         };
         let a = &self.asks[ask];
-        let mut number = a.next_id;
-        let mut id_text = format!("{key}-{number}");
-        while self.alloc_by_id.contains_key(id_text.as_str()) {
-            number += 1;
-            id_text = format!("{key}-{number}");
-        }
-        self.asks[ask].next_id = number + 1;
-        let a = &self.asks[ask];
         let meta = AllocMeta {
             priority: a.priority,
             placeholder: false,
@@ -408,26 +400,8 @@ impl Partition {
             originator: a.originator,
             tags: a.tags().clone(),
         };
-        let id: Arc<str> = Arc::from(id_text);
-        let placed = Placed {
-            key: key.clone(),
-            id: id.clone(),
-            node: self.nodes[node].id.clone(),
-            app: self.apps[app].id.clone(),
-            size: res,
-            task_group: meta.task_group.clone(),
-            tags: meta.tags.clone(),
-            priority: meta.priority,
-            placeholder: false,
-            originator: meta.originator,
-            preemption: si::PreemptionPolicy {
-                allow_preempt_self: a.allow_preempt_self,
-                allow_preempt_other: a.allow_preempt_other,
-            },
-        };
         let size = self.sizes.intern(res);
-        self.insert_allocation(app, ask, node, id, size, meta, now);
-        self.outbox.placed.push(placed);
+        self.place(app, ask, node, size, meta, now);
         if self.asks[ask].reported_state != 0 {
             self.report_scheduling_state(
                 ask,

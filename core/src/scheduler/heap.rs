@@ -150,8 +150,13 @@ impl<K: HeapKey> KeyHeap<K> {
     /// Moves the key at `at` up to its place; returns where it ends.
     fn sift_up(&mut self, at: usize, slots: &mut Slots) -> usize {
         let item = self.items[at];
-        let mut hole = at;
-        while hole > 0 {
+        self.climb(item, at, 0, slots)
+    }
+
+    /// Puts `item` in the hole at `hole`, moving it up while it is smaller
+    /// than its parent but not above `top`; returns where it ends.
+    fn climb(&mut self, item: K, mut hole: usize, top: usize, slots: &mut Slots) -> usize {
+        while hole > top {
             let parent = (hole - 1) / 2;
             if item >= self.items[parent] {
                 break;
@@ -189,17 +194,7 @@ impl<K: HeapKey> KeyHeap<K> {
             slots.set(self.items[hole].id(), hole);
             hole = child;
         }
-        while hole > at {
-            let parent = (hole - 1) / 2;
-            if item >= self.items[parent] {
-                break;
-            }
-            self.items[hole] = self.items[parent];
-            slots.set(self.items[hole].id(), hole);
-            hole = parent;
-        }
-        self.items[hole] = item;
-        slots.set(item.id(), hole);
+        self.climb(item, hole, at, slots);
     }
 }
 
