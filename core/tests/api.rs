@@ -489,6 +489,43 @@ partitions:
     assert_eq!(snap.application("app-2").unwrap().state, "Accepted");
 }
 
+/// Registers node `id` with `size`.
+fn typed_node(h: &Harness, id: &str, size: &[(&str, i64)]) {
+    let node = si::NodeInfo {
+        node_id: id.to_string(),
+        action: si::node_info::ActionFromRm::Create as i32,
+        schedulable_resource: res(size),
+        ..Default::default()
+    };
+    h.sched
+        .update_node(si::NodeRequest {
+            nodes: vec![node],
+            rm_id: RM.to_string(),
+        })
+        .unwrap();
+}
+
+/// Three asks of `size` for `app`, keys `prefix-0..2`, in one call.
+fn typed_asks(h: &Harness, app: &str, prefix: &str, size: &[(&str, i64)]) {
+    let asks = (0..3)
+        .map(|i| si::AllocationAsk {
+            allocation_key: format!("{prefix}-{i}"),
+            application_id: app.to_string(),
+            partition_name: "default".to_string(),
+            resource_ask: res(size),
+            max_allocations: 1,
+            ..Default::default()
+        })
+        .collect();
+    h.sched
+        .update_allocation(si::AllocationRequest {
+            asks,
+            rm_id: RM.to_string(),
+            ..Default::default()
+        })
+        .unwrap();
+}
+
 /// The hot path does its arithmetic over the resource types seen so far only:
 /// a type first named after scheduling started (nodes, then asks, then a
 /// queue max with a third and a fourth type) must still count everywhere.
@@ -500,41 +537,14 @@ fn resource_types_named_late_are_enforced() {
     h.asks("app-1", "plain", 2, 10, 10);
     assert_eq!(h.snapshot().allocations.len(), 2);
     // A node with 2 gpus, then asks for 1 gpu each: only two fit, on it.
-    let gpu_node = si::NodeInfo {
-        node_id: "g1".to_string(),
-        action: si::node_info::ActionFromRm::Create as i32,
-        schedulable_resource: res(&[("memory", 1000), ("vcore", 1000), ("gpu", 2)]),
-        ..Default::default()
-    };
-    h.sched
-        .update_node(si::NodeRequest {
-            nodes: vec![gpu_node],
-            rm_id: RM.to_string(),
-        })
-        .unwrap();
-    let ask = |key: &str, pairs: &[(&str, i64)]| si::AllocationAsk {
-        allocation_key: key.to_string(),
-        application_id: "app-1".to_string(),
-        partition_name: "default".to_string(),
-        resource_ask: res(pairs),
-        max_allocations: 1,
-        ..Default::default()
-    };
-    let asks = (0..3)
-        .map(|i| {
-            ask(
-                &format!("g-{i}"),
-                &[("memory", 1), ("vcore", 1), ("gpu", 1)],
-            )
-        })
-        .collect();
-    h.sched
-        .update_allocation(si::AllocationRequest {
-            asks,
-            rm_id: RM.to_string(),
-            ..Default::default()
-        })
-        .unwrap();
+    fn with_type(name: &'static str, amount: i64) -> [(&'static str, i64); 3] {
+        [("memory", 1000), ("vcore", 1000), (name, amount)]
+    }
+    fn one_of(name: &'static str) -> [(&'static str, i64); 3] {
+        [("memory", 1), ("vcore", 1), (name, 1)]
+    }
+    typed_node(&h, "g1", &with_type("gpu", 2));
+    typed_asks(&h, "app-1", "g", &one_of("gpu"));
     let snap = h.snapshot();
     let on_gpu = snap
         .allocations
@@ -553,34 +563,8 @@ fn resource_types_named_late_are_enforced() {
     );
     h.sched.set_config(RM, &limited).unwrap();
     h.app("app-2", "root.a");
-    let fpga_node = si::NodeInfo {
-        node_id: "f1".to_string(),
-        action: si::node_info::ActionFromRm::Create as i32,
-        schedulable_resource: res(&[("memory", 1000), ("vcore", 1000), ("fpga", 8)]),
-        ..Default::default()
-    };
-    h.sched
-        .update_node(si::NodeRequest {
-            nodes: vec![fpga_node],
-            rm_id: RM.to_string(),
-        })
-        .unwrap();
-    let asks = (0..3)
-        .map(|i| si::AllocationAsk {
-            application_id: "app-2".to_string(),
-            ..ask(
-                &format!("f-{i}"),
-                &[("memory", 1), ("vcore", 1), ("fpga", 1)],
-            )
-        })
-        .collect();
-    h.sched
-        .update_allocation(si::AllocationRequest {
-            asks,
-            rm_id: RM.to_string(),
-            ..Default::default()
-        })
-        .unwrap();
+    typed_node(&h, "f1", &with_type("fpga", 8));
+    typed_asks(&h, "app-2", "f", &one_of("fpga"));
     let snap = h.snapshot();
     let q = snap.queue("root.a").unwrap();
     assert_eq!(q.allocated["fpga"], 1, "the queue max allows one fpga");
