@@ -20,6 +20,11 @@ pub const PREEMPTION_POLICY: &str = "preemption.policy";
 /// Key: how long an ask waits before it may trigger preemption (a duration like `30s`).
 pub const PREEMPTION_DELAY: &str = "preemption.delay";
 
+/// Key: the queue's weight in fair ordering (a positive number, default 1): its
+/// share of usage counts divided by the weight, as a Mesos role weight does.
+/// Not inherited: each queue has its own.
+pub const QUEUE_WEIGHT: &str = "weight";
+
 /// Preemption delay when none is configured.
 pub const DEFAULT_PREEMPTION_DELAY: Duration = Duration::from_secs(30);
 
@@ -218,19 +223,21 @@ pub(crate) fn check(props: &BTreeMap<String, String>) -> Vec<(String, String)> {
     note(PRIORITY_OFFSET, priority_offset(props).map(drop));
     note(PREEMPTION_POLICY, preemption_policy(props).map(drop));
     note(PREEMPTION_DELAY, preemption_delay(props).map(drop));
+    note(QUEUE_WEIGHT, weight_milli(props).map(drop));
     problems
 }
 
 /// The effective properties of a child queue: the parent's effective properties, then
-/// the child's own on top. Three keys do not pass down: `priority.policy` resets to
-/// `default`, `priority.offset` to `0`, and `preemption.policy` to `default` unless the
-/// parent's is `disabled`.
+/// the child's own on top. Four keys do not pass down: `priority.policy` resets to
+/// `default`, `priority.offset` to `0`, `preemption.policy` to `default` unless the
+/// parent's is `disabled`, and `weight` is not passed at all.
 pub fn inherit(
     parent_effective: &BTreeMap<String, String>,
     own: &BTreeMap<String, String>,
 ) -> BTreeMap<String, String> {
     let mut out: BTreeMap<String, String> = parent_effective
         .iter()
+        .filter(|(key, _)| key.as_str() != QUEUE_WEIGHT)
         .map(|(key, v)| {
             let passed = match key.as_str() {
                 PRIORITY_POLICY => "default".to_string(),
@@ -245,6 +252,25 @@ pub fn inherit(
         .collect();
     out.extend(own.iter().map(|(k, v)| (k.clone(), v.clone())));
     out
+}
+
+/// Most a queue weight may be; a larger one would make every share look alike.
+pub const MAX_QUEUE_WEIGHT: f64 = 1_000_000.0;
+
+/// `weight`: a positive number up to [`MAX_QUEUE_WEIGHT`], in thousandths
+/// (default 1000); at least one thousandth.
+pub fn weight_milli(props: &BTreeMap<String, String>) -> Result<u64, String> {
+    let Some(raw) = value(props, QUEUE_WEIGHT) else {
+        return Ok(1000);
+    };
+    match raw.parse::<f64>() {
+        Ok(w) if w.is_finite() && w > 0.0 && w <= MAX_QUEUE_WEIGHT => {
+            Ok(((w * 1000.0).round() as u64).max(1))
+        }
+        _ => Err(format!(
+            "property {QUEUE_WEIGHT} value '{raw}' is not a positive number of at most {MAX_QUEUE_WEIGHT}"
+        )),
+    }
 }
 
 /// Parses a Go-style duration: a sequence of decimal numbers each with a unit (`ns`,

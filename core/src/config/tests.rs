@@ -426,6 +426,16 @@ fn property_rules() {
     );
     check(
         &queues(
+            "- name: a\n  properties:\n    weight: 2.5\n- name: b\n  properties:\n    weight: 0",
+        ),
+        "11:23: partition default: queue root.b: property weight value '0' is not a positive number of at most 1000000",
+    );
+    check(
+        &queues("- name: a\n  properties:\n    weight: heavy"),
+        "8:23: partition default: queue root.a: property weight value 'heavy' is not a positive number of at most 1000000",
+    );
+    check(
+        &queues(
             "- name: p\n  childtemplate:\n    maxapplications: 3\n    properties: {application.sort.policy: fair}\n    resources: {guaranteed: {memory: 1}, max: {memory: 2}}",
         ),
         "ok",

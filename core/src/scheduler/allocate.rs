@@ -115,6 +115,7 @@ impl Partition {
     pub fn schedule(&mut self, ctx: &mut PassContext<'_>) -> usize {
         self.now = ctx.now;
         self.sync_lanes();
+        self.refresh_shares();
         self.rekey_dirty();
         self.recheck_exhausted();
         // Room for the results up front instead of growing by doubling (which
@@ -260,6 +261,9 @@ impl Partition {
 
     /// Tries the application's asks in order from its cursor; true on an allocation.
     fn try_app(&mut self, app: AppId, ctx: &mut PassContext<'_>) -> bool {
+        if self.apps[app].offers.is_some() && self.try_offer(app, ctx) {
+            return true;
+        }
         if !self.can_start(app) {
             return false;
         }

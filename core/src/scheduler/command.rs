@@ -164,6 +164,8 @@ pub enum Command {
     Allocation(PreparedAllocationRequest),
     /// Applications added and removed.
     Application(si::ApplicationRequest),
+    /// Offer demand, filters and policy of an offer-based RM.
+    Offers(super::offers::PreparedOffers),
     /// Node actions.
     Node {
         /// The RM.

@@ -280,6 +280,7 @@ impl Engine {
             Command::Allocation(req) => self.allocation_request(req, now),
             Command::Application(req) => self.application_request(req, now),
             Command::Node { rm_id, nodes } => self.node_request(&rm_id, nodes, now),
+            Command::Offers(req) => self.offer_request(req, now),
             Command::UpdateConfiguration { rm_id, text, reply } => {
                 let _ = reply.send(self.update_configuration(&rm_id, text, now));
             }
@@ -626,6 +627,26 @@ impl Engine {
         }
     }
 
+    fn offer_request(&mut self, req: super::offers::PreparedOffers, now: u64) {
+        let (rm_id, name) = (req.rm_id, req.partition_name);
+        match self.partition_mut(&rm_id, &name) {
+            Some(p) => p.apply_offers(req.changes, now),
+            None => {
+                let reason = format!("offers: partition {name:?} does not exist");
+                self.with_any_partition(&rm_id, |p| {
+                    p.outbox
+                        .allocation
+                        .rejected
+                        .push(si::RejectedAllocationAsk {
+                            allocation_key: String::new(),
+                            application_id: String::new(),
+                            reason,
+                        })
+                });
+            }
+        }
+    }
+
     fn node_request(&mut self, rm_id: &str, nodes: Vec<PreparedNode>, now: u64) {
         for node in nodes {
             let named = node
@@ -685,6 +706,12 @@ impl Engine {
             let pred_ref: Option<&dyn Fn(&si::PredicatesArgs) -> bool> = pred_fn
                 .as_ref()
                 .map(|f| f as &dyn Fn(&si::PredicatesArgs) -> bool);
+            // An offer partition's pass is one whole allocation run.
+            let budget = if p.offers.is_some() {
+                usize::MAX
+            } else {
+                budget
+            };
             let mut ctx = PassContext::new(now, budget, delay, pred_ref);
             ctx.reservation_timeout = reservation_timeout;
             let result = catch_unwind(AssertUnwindSafe(|| p.schedule(&mut ctx)));

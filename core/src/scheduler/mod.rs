@@ -36,6 +36,7 @@ mod heap;
 mod limits;
 mod objects;
 pub mod observe;
+pub mod offers;
 mod ops;
 mod partition;
 mod preempt;
@@ -341,6 +342,15 @@ impl Scheduler {
                 reason,
             }),
         )
+    }
+
+    /// Offer demand, decline filters and the offer policy of an offer-based
+    /// RM (see [`offers`]). Returns at once; a change naming an unknown
+    /// application comes back as a rejected ask keyed by the application id.
+    pub fn update_offers(&self, request: offers::OfferRequest) -> SchedulerResult<()> {
+        self.check_registered(&request.rm_id)?;
+        let prepared = offers::prepare(&self.inner.names, request);
+        self.send(Command::Offers(prepared))
     }
 
     /// Stops the scheduling thread; later calls return `SchedulerError::ShutDown`.

@@ -165,6 +165,8 @@ pub struct Queue {
     pub priority_offset: i32,
     /// `priority.policy: fence`: the parent sees only the offset.
     pub priority_fence: bool,
+    /// `weight` in thousandths (1000 = 1): fair shares are divided by it.
+    pub weight_milli: u64,
 }
 
 impl Queue {
@@ -197,16 +199,19 @@ impl Queue {
             blocked_in_pass: 0,
             priority_offset: 0,
             priority_fence: false,
+            weight_milli: 1000,
         }
     }
 
-    /// Reads `priority.offset` and `priority.policy` from the effective
-    /// properties (values were checked when the configuration was parsed).
-    pub fn set_priority_properties(&mut self) {
+    /// Reads `priority.offset`, `priority.policy` and `weight` from the
+    /// effective properties (values were checked when the configuration was
+    /// parsed).
+    pub fn read_properties(&mut self) {
         use crate::config::properties as p;
         self.priority_offset = p::priority_offset(&self.properties).unwrap_or(0);
         self.priority_fence =
             p::priority_policy(&self.properties).is_ok_and(|x| x == p::PriorityPolicy::Fence);
+        self.weight_milli = p::weight_milli(&self.properties).unwrap_or(1000);
     }
 
     /// The priority this queue shows its parent, given the highest priority
@@ -358,6 +363,8 @@ pub struct App {
     /// Gang scheduling state; `None` for an application that never used
     /// placeholders (the common case costs nothing).
     pub gang: Option<Box<super::gang::Gang>>,
+    /// Offer demand and decline filters, for applications of an offer-based RM.
+    pub offers: Option<Box<super::offers::AppOffers>>,
 }
 
 impl App {

@@ -101,6 +101,7 @@ impl Partition {
             cursor: None,
             counted_running: false,
             gang,
+            offers: None,
         });
         self.app_by_id.insert(app_id, app);
         self.apps[app].limit_group = self.limit_group_for(app);
@@ -199,7 +200,11 @@ impl Partition {
         let inherited = self.queues[parent].properties.clone();
         let q = &mut self.queues[child];
         q.properties = inherited;
-        for key in ["priority.policy", "priority.offset"] {
+        for key in [
+            "priority.policy",
+            "priority.offset",
+            crate::config::properties::QUEUE_WEIGHT,
+        ] {
             q.properties.remove(key);
         }
         if let Some(t) = template {
@@ -231,7 +236,7 @@ impl Partition {
             .properties
             .get("application.sort.priority")
             .is_none_or(|v| v != "disabled");
-        q.set_priority_properties();
+        q.read_properties();
     }
 
     /// Every allocation of an application.
@@ -299,6 +304,7 @@ impl Partition {
     /// Takes an application out of its queue and the arenas.
     pub(super) fn drop_app(&mut self, app: AppId, now: u64) {
         self.count_running(app, false);
+        self.forget_demand(app);
         if let Some(k) = self.apps[app].key_in_queue.take() {
             let q = self.apps[app].queue;
             self.queues[q].app_order.remove(&k, &mut self.app_slots);
@@ -407,7 +413,9 @@ impl Partition {
     /// Moves an application that has nothing pending or allocated to Completing.
     pub fn check_completing(&mut self, app: AppId, now: u64) {
         let a = &self.apps[app];
+        // An application of an offer-based RM lives until the RM removes it.
         if a.pending_order.is_empty()
+            && a.offers.is_none()
             && a.allocation_count == 0
             && matches!(a.state, AppState::Running | AppState::Accepted)
         {
@@ -439,13 +447,18 @@ impl Partition {
         if !self.gang_timers.is_empty() {
             self.process_gang_timers(now);
         }
+        self.expire_filters(now);
     }
 
     /// Earliest pending timer.
     pub fn next_timer(&self) -> Option<u64> {
         let completing = self.completing_timers.peek().map(|r| r.0.0);
         let gang = self.gang_timers.peek().map(|r| r.0.0);
-        completing.into_iter().chain(gang).min()
+        completing
+            .into_iter()
+            .chain(gang)
+            .chain(self.next_filter_timer())
+            .min()
     }
 
     // ---- asks ------------------------------------------------------------
@@ -1041,6 +1054,7 @@ impl Partition {
                 let n = self.nodes.insert(node);
                 self.node_by_id.insert(node_id, n);
                 self.total_capacity.add_assign(&capacity);
+                self.shares_stale = true;
                 self.rekey_node(n);
                 self.accept_node(&id);
                 self.outbox.event(
@@ -1086,6 +1100,7 @@ impl Partition {
                 if let Some(c) = capacity {
                     self.total_capacity.sub_assign(&node.res.capacity());
                     self.total_capacity.add_assign(&c);
+                    self.shares_stale = true;
                     node.res.set_capacity(&c);
                     self.outbox.event(
                         now,
@@ -1169,6 +1184,8 @@ impl Partition {
         let node = self.nodes.remove(n);
         self.node_by_id.remove(&node.id);
         self.total_capacity.sub_assign(&node.res.capacity());
+        self.shares_stale = true;
+        self.forget_node_filters(n);
         self.outbox.event(
             now,
             EventType::Node,

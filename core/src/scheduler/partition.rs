@@ -267,6 +267,11 @@ pub struct Partition {
     /// arithmetic on the hot path runs over these only. Kept up to date by
     /// [`Partition::sync_lanes`] before each request and pass.
     pub lanes: Lanes,
+    /// Offer settings; `Some` makes this an offer partition (see `offers.rs`).
+    pub offers: Option<Box<super::offers::OfferPolicy>>,
+    /// The total capacity changed since shares were last keyed (offer
+    /// partitions key shares against it).
+    pub shares_stale: bool,
 }
 
 /// Why a configuration could not be turned into queues.
@@ -321,6 +326,8 @@ impl Partition {
             lanes: Lanes::ALL,
             queue_slots: Slots::default(),
             app_slots: Slots::default(),
+            offers: None,
+            shares_stale: false,
         };
         partition.sync_lanes();
         partition.apply_config(config, 0)?;
@@ -383,7 +390,7 @@ impl Partition {
             q.submit_acl = planned.submit_acl;
             q.admin_acl = planned.admin_acl;
             q.limits = planned.limits;
-            q.set_priority_properties();
+            q.read_properties();
         }
         for id in 0..self.queues.len() {
             let q = &self.queues[id];
@@ -678,10 +685,7 @@ impl Partition {
     /// take allocations).
     pub fn rekey_node(&mut self, node: NodeId) {
         let n = &self.nodes[node];
-        let exhausted = self
-            .pending_floor
-            .as_ref()
-            .is_some_and(|floor| !n.res.fits(floor, self.lanes));
+        let exhausted = self.node_exhausted(&n.res);
         // A reserved node serves only the ask holding it, which tries it
         // first: kept out of the index, no search walks past it.
         let new_key = (n.schedulable && n.reserved_by.is_none())
@@ -741,14 +745,19 @@ impl Partition {
 
     fn app_key(&self, app: AppId) -> Option<AppKey> {
         let a = &self.apps[app];
-        if a.pending_order.is_empty() || !a.state_allows_scheduling() {
+        let wants_offers = a.offers.as_ref().is_some_and(|o| o.active);
+        if (a.pending_order.is_empty() && !wants_offers) || !a.state_allows_scheduling() {
             return None;
         }
         let q = &self.queues[a.queue];
         let priority = if q.sort_priority { a.priority() } else { 0 };
-        let policy_key = match q.app_sort {
-            AppSortPolicy::Fifo => a.seq,
-            AppSortPolicy::Fair => a.allocated.dominant_share_in(q.share_base(), self.lanes),
+        let policy_key = if self.offers.is_some() {
+            self.cluster_share(&a.allocated, 1000)
+        } else {
+            match q.app_sort {
+                AppSortPolicy::Fifo => a.seq,
+                AppSortPolicy::Fair => a.allocated.dominant_share_in(q.share_base(), self.lanes),
+            }
         };
         Some((Reverse(priority), policy_key, a.seq, app))
     }
@@ -805,8 +814,26 @@ impl Partition {
             return None;
         }
         let base = q.share_base();
+        let share = if self.offers.is_some() {
+            // Below its guarantee (a Mesos quota guarantee) first, by how far
+            // below; then every other queue by weighted dominant share.
+            let below = (0..self.lanes.get()).any(|i| q.allocated.0[i] < q.guaranteed.0[i]);
+            if below {
+                q.allocated.dominant_share_in(&q.guaranteed, self.lanes)
+            } else {
+                (1 << 63)
+                    | self
+                        .cluster_share(&q.allocated, q.weight_milli)
+                        .min((1 << 63) - 1)
+            }
+        } else {
+            weighted(
+                q.allocated.dominant_share_in(base, self.lanes),
+                q.weight_milli,
+            )
+        };
         Some((
-            q.allocated.dominant_share_in(base, self.lanes),
+            share,
             Reverse(q.priority_seen_by_parent(self.queue_priority(id))),
             Reverse(q.pending.dominant_share_in(base, self.lanes)),
             id,
@@ -1033,6 +1060,16 @@ impl App {
     }
 }
 
+/// A share divided by a weight in thousandths (1000 = 1, the common case,
+/// costs nothing).
+pub(super) fn weighted(share: u64, weight_milli: u64) -> u64 {
+    if weight_milli == 1000 {
+        return share;
+    }
+    let scaled = u128::from(share) * 1000 / u128::from(weight_milli.max(1));
+    u64::try_from(scaled).unwrap_or(u64::MAX)
+}
+
 /// A queue of the configuration, resolved to dense resources and effective properties.
 struct PlannedQueue {
     path: String,
@@ -1050,7 +1087,12 @@ struct PlannedQueue {
 }
 
 /// Properties a child does not inherit from its parent.
-const NOT_INHERITED: [&str; 3] = ["priority.policy", "priority.offset", "preemption.policy"];
+const NOT_INHERITED: [&str; 4] = [
+    "priority.policy",
+    "priority.offset",
+    "preemption.policy",
+    crate::config::properties::QUEUE_WEIGHT,
+];
 
 fn plan_queue(
     q: &QueueConfig,
