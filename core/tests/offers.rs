@@ -148,8 +148,15 @@ impl Rm {
         });
     }
 
-    /// Leases currently held (granted and not released), by application.
+    /// Leases currently held (granted and not released) after an
+    /// allocation run.
     fn leases(&self) -> Vec<si::Allocation> {
+        self.offers(vec![OfferChange::Allocate]);
+        self.held()
+    }
+
+    /// Leases currently held, without asking for an allocation run.
+    fn held(&self) -> Vec<si::Allocation> {
         self.sched.settle();
         let rec = self.rec.recorded();
         let released: std::collections::HashSet<&str> =
@@ -461,6 +468,17 @@ fn agents_and_frameworks_that_leave_take_their_leases() {
     // The agent's remainder goes to a framework that comes later.
     rm.framework("fw2", "root.r2");
     assert_eq!(rm.leases_of("fw2").len(), 1);
+}
+
+#[test]
+fn resources_that_come_back_wait_for_the_next_run() {
+    let rm = Rm::new(ROLES);
+    rm.agents(&[("a", 2000, 1024)]);
+    rm.framework("fw1", "root.r2");
+    let lease = rm.leases_of("fw1").remove(0);
+    rm.decline(&lease, Duration::ZERO);
+    assert!(rm.held().is_empty(), "no run asked for: nothing offered");
+    assert_eq!(rm.leases_of("fw1").len(), 1);
 }
 
 #[test]

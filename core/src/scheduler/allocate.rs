@@ -118,6 +118,10 @@ impl Partition {
         self.refresh_shares();
         self.rekey_dirty();
         self.recheck_exhausted();
+        if self.idle_offer_partition() {
+            // Nothing to place and no allocation run asked for: no walk.
+            return 0;
+        }
         // Room for the results up front instead of growing by doubling (which
         // copies the arena and touches twice the memory): this pass's in the
         // outbox, and in the arenas for every pending ask (up to a cap, so a

@@ -715,6 +715,7 @@ impl Engine {
             let mut ctx = PassContext::new(now, budget, delay, pred_ref);
             ctx.reservation_timeout = reservation_timeout;
             let result = catch_unwind(AssertUnwindSafe(|| p.schedule(&mut ctx)));
+            p.end_offer_run();
             match result {
                 // A reservation freed mid-pass may let asks the pass already
                 // passed over fit: schedule again before calling it quiet.

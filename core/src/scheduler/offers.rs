@@ -13,6 +13,14 @@
 //! and releases the lease: both are applied in one command, with no pass in
 //! between.
 //!
+//! Offers are made in *allocation runs*, as Mesos makes them: a pass of an
+//! offer partition offers only when the RM asked for a run
+//! ([`OfferChange::Allocate`]) since the last one, which it does on its
+//! allocation interval and on the changes Mesos allocates at once for (an
+//! agent or framework that joins, a REVIVE). Resources that come back
+//! (declined, tasks ended) wait for the next run, so a framework that
+//! declines without a filter is not offered the same resources in a loop.
+//!
 //! A partition becomes an offer partition when its RM sets an
 //! [`OfferChange::Policy`]. There, queues and applications are ordered by
 //! dominant resource fairness over the partition's total capacity (as Mesos'
@@ -87,6 +95,8 @@ pub enum OfferChange {
         /// Application id.
         application_id: String,
     },
+    /// Makes the next pass an allocation run (offers are made only then).
+    Allocate,
 }
 
 /// An [`OfferChange`] with its resources converted on the caller's thread.
@@ -106,6 +116,7 @@ pub(super) enum PreparedChange {
     ClearFilters {
         app: String,
     },
+    Allocate,
 }
 
 /// An [`OfferRequest`] ready for the scheduling thread.
@@ -147,6 +158,7 @@ pub(super) fn prepare(names: &ResourceNames, request: OfferRequest) -> PreparedO
             OfferChange::ClearFilters { application_id } => PreparedChange::ClearFilters {
                 app: application_id,
             },
+            OfferChange::Allocate => PreparedChange::Allocate,
         })
         .collect();
     PreparedOffers {
@@ -164,6 +176,8 @@ pub struct OfferPolicy {
     pub min_allocatable: Vec<Resource>,
     /// Applications that want offers now.
     pub active_apps: usize,
+    /// The RM asked for an allocation run: the coming pass offers.
+    pub run_due: bool,
     /// Filter deadlines: (time, application, node).
     timers: BinaryHeap<Reverse<(u64, AppId, NodeId)>>,
 }
@@ -234,6 +248,11 @@ impl Partition {
                 PreparedChange::ClearFilters { app } => {
                     if let Some(o) = self.offer_state_mut(&app) {
                         o.filters.clear();
+                    }
+                }
+                PreparedChange::Allocate => {
+                    if let Some(policy) = self.offers.as_deref_mut() {
+                        policy.run_due = true;
                     }
                 }
             }
@@ -379,6 +398,21 @@ impl Partition {
         }
     }
 
+    /// True for an offer partition with no allocation run due and no ask
+    /// pending: a pass would find nothing to do.
+    pub(super) fn idle_offer_partition(&self) -> bool {
+        self.offers.as_ref().is_some_and(|p| !p.run_due)
+            && self.pending_ask_count == 0
+            && self.reserved_asks.is_empty()
+    }
+
+    /// Ends an allocation run (after the pass and its reruns).
+    pub(super) fn end_offer_run(&mut self) {
+        if let Some(policy) = self.offers.as_deref_mut() {
+            policy.run_due = false;
+        }
+    }
+
     /// True when some application wants offers.
     #[inline]
     pub(super) fn offers_wanted(&self) -> bool {
@@ -401,13 +435,13 @@ impl Partition {
     }
 
     /// Offers the application the first node (in node order) whose
-    /// remainder it may take; true when it got one.
+    /// remainder it may take; true when it got one. Only in an allocation run.
     pub(super) fn try_offer(&mut self, app: AppId, ctx: &mut PassContext<'_>) -> bool {
         let wants = self.apps[app].offers.as_ref().is_some_and(|o| o.active);
         if !wants || !self.can_start(app) {
             return false;
         }
-        let Some(policy) = self.offers.as_deref() else {
+        let Some(policy) = self.offers.as_deref().filter(|p| p.run_due) else {
             return false;
         };
         let lanes = self.lanes;
