@@ -34,8 +34,8 @@ enum Command {
     Bench(cli::bench::BenchArgs),
     /// Run the seeded deterministic simulation with fault injection and invariant checks.
     Soak(cli::soak::SoakArgs),
-    /// Serve the scheduler over gRPC and REST.
-    Serve(cli::serve::ServeArgs),
+    /// Serve the scheduler over gRPC and REST (and, with --mesos-addr, as a Mesos master).
+    Serve(Box<cli::serve::ServeArgs>),
 }
 
 fn main() -> ExitCode {
@@ -47,6 +47,6 @@ fn main() -> ExitCode {
         Command::CheckConfig(a) => cli::check_config::run(a),
         Command::Bench(a) => cli::bench::run(a),
         Command::Soak(a) => cli::soak::run(a),
-        Command::Serve(a) => cli::serve::run(a),
+        Command::Serve(a) => cli::serve::run(*a),
     }
 }

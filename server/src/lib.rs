@@ -98,6 +98,9 @@ pub struct ServerOptions {
     /// Most concurrent gRPC streams on one connection (HTTP/2
     /// `max_concurrent_streams` and a per-connection limit on requests).
     pub max_concurrent_streams: u32,
+    /// A Mesos-compatible master (with embedded agents) on the same core,
+    /// as an RM of its own; `None` serves no Mesos API.
+    pub mesos: Option<unisched_mesos::local::LocalOptions>,
 }
 
 impl Default for ServerOptions {
@@ -110,6 +113,7 @@ impl Default for ServerOptions {
             reply_timeout: Duration::from_millis(500),
             tls: None,
             max_concurrent_streams: DEFAULT_MAX_CONCURRENT_STREAMS,
+            mesos: None,
         }
     }
 }
@@ -120,6 +124,8 @@ pub struct RunningServer {
     pub grpc_addr: SocketAddr,
     /// The bound HTTP address.
     pub http_addr: SocketAddr,
+    /// The Mesos-compatible master, when one was asked for.
+    pub mesos: Option<unisched_mesos::local::LocalCluster>,
     stop: tokio::sync::watch::Sender<bool>,
     grpc: tokio::task::JoinHandle<()>,
     http: tokio::task::JoinHandle<()>,
@@ -130,6 +136,7 @@ impl std::fmt::Debug for RunningServer {
         f.debug_struct("RunningServer")
             .field("grpc_addr", &self.grpc_addr)
             .field("http_addr", &self.http_addr)
+            .field("mesos_addr", &self.mesos.as_ref().map(|m| m.addr))
             .finish_non_exhaustive()
     }
 }
@@ -142,6 +149,14 @@ pub async fn start(scheduler: Scheduler, options: ServerOptions) -> std::io::Res
     let http_addr = http_listener.local_addr()?;
     let (stop, stopping) = tokio::sync::watch::channel(false);
 
+    let mesos = match options.mesos.clone() {
+        Some(local) => Some(
+            unisched_mesos::local::start(scheduler.clone(), local)
+                .await
+                .map_err(std::io::Error::other)?,
+        ),
+        None => None,
+    };
     let hub = Arc::new(hub::Hub::new(options.reply_timeout));
     let service = grpc::SchedulerService::new(
         scheduler.clone(),
@@ -232,6 +247,7 @@ pub async fn start(scheduler: Scheduler, options: ServerOptions) -> std::io::Res
     Ok(RunningServer {
         grpc_addr,
         http_addr,
+        mesos,
         stop,
         grpc,
         http,
@@ -242,6 +258,9 @@ impl RunningServer {
     /// Stops both servers (see the module docs); returns once they stopped or
     /// [`SHUTDOWN_GRACE`] passed, aborting what is left.
     pub async fn shutdown(self) {
+        if let Some(m) = self.mesos {
+            m.stop();
+        }
         let _ = self.stop.send(true);
         let grpc_abort = self.grpc.abort_handle();
         let http_abort = self.http.abort_handle();
@@ -259,7 +278,11 @@ impl RunningServer {
 
 /// Runs a server on a runtime of its own until SIGTERM or Ctrl-C, then shuts it
 /// down gracefully. For the `serve` command; blocks the calling thread.
-pub fn serve_until_signal(scheduler: Scheduler, options: ServerOptions) -> std::io::Result<()> {
+pub fn serve_until_signal(
+    scheduler: Scheduler,
+    options: ServerOptions,
+    on_mesos: Option<Box<dyn Fn(unisched_mesos::master::MasterHandle) + Send>>,
+) -> std::io::Result<()> {
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async {
         let server = start(scheduler, options).await?;
@@ -267,6 +290,17 @@ pub fn serve_until_signal(scheduler: Scheduler, options: ServerOptions) -> std::
             "unisched serving gRPC on {} and HTTP on {} (Ctrl-C or SIGTERM stops)",
             server.grpc_addr, server.http_addr
         );
+        if let Some(m) = &server.mesos {
+            eprintln!(
+                "Mesos-compatible master on http://{} with {} agent(s): point frameworks at {}",
+                m.addr,
+                m.agents.len(),
+                m.addr
+            );
+            if let Some(ready) = &on_mesos {
+                ready(m.master.clone());
+            }
+        }
         wait_for_signal().await;
         tracing::info!("shutting down");
         server.shutdown().await;

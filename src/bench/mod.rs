@@ -2,6 +2,7 @@
 //! fresh core per repeat and reports throughput, wall time, peak RSS and
 //! submission→callback latency, as a table or as JSON.
 
+pub mod mesos_w4;
 pub mod pending;
 pub mod preempt;
 pub mod sustained;
@@ -23,13 +24,21 @@ pub enum WorkloadKind {
     W2,
     /// Binpacking, full nodes, queue and user limits.
     W3,
-    /// Mesos-style allocation run.
+    /// Mesos-style allocation run through the Mesos front end: agents
+    /// offered to frameworks (asks = frameworks).
     W4,
+    /// W4's shape through the SI: one 8-vcore ask per node.
+    W4si,
 }
 
 impl WorkloadKind {
     /// All workloads, in order.
     pub const ALL: [Self; 4] = [Self::W1, Self::W2, Self::W3, Self::W4];
+
+    /// True for the workloads that run through the Mesos front end.
+    pub fn through_mesos(self) -> bool {
+        self == Self::W4
+    }
 
     /// Default (nodes, asks) for a full or a quick run.
     pub fn default_size(self, quick: bool) -> (usize, usize) {
@@ -37,11 +46,13 @@ impl WorkloadKind {
             (Self::W1, false) => (5_000, 10_000),
             (Self::W2, false) => (5_000, 50_000),
             (Self::W3, false) => (5_000, 14_400),
-            (Self::W4, false) => (10_000, 10_000),
+            (Self::W4, false) => (10_000, 1_000),
+            (Self::W4si, false) => (10_000, 10_000),
             (Self::W1, true) => (100, 1_000),
             (Self::W2, true) => (100, 1_000),
             (Self::W3, true) => (200, 480),
-            (Self::W4, true) => (200, 200),
+            (Self::W4, true) => (200, 20),
+            (Self::W4si, true) => (200, 200),
         }
     }
 
@@ -52,7 +63,7 @@ impl WorkloadKind {
             Self::W1 => shapes::w1(nodes, asks),
             Self::W2 => shapes::w2(nodes, asks, if quick { 4 } else { 80 }),
             Self::W3 => shapes::w3(nodes, asks, Self::w3_leaves(quick), seed),
-            Self::W4 => shapes::w4(nodes, if quick { 20 } else { 1_000 }),
+            Self::W4 | Self::W4si => shapes::w4(nodes, if quick { 20 } else { 1_000 }),
         }
     }
 
@@ -174,16 +185,14 @@ pub fn run(
     let mut peak_kib: Option<u64> = None;
     for _ in 0..options.repeat.max(1) {
         let preemption = options.preemption && options.kind == WorkloadKind::W3;
-        let workload = if preemption {
-            let leaves = WorkloadKind::w3_leaves(options.quick);
-            shapes::w3_preemption(nodes, asks, leaves, options.seed)
-        } else {
-            options.kind.build(nodes, asks, options.quick, options.seed)
-        };
         reset_peak_rss();
-        let run = if preemption {
-            preempt::run_confirming(workload)?
+        let run = if options.kind.through_mesos() {
+            mesos_w4::run(nodes, asks.max(1), options.timeout)?
+        } else if preemption {
+            let leaves = WorkloadKind::w3_leaves(options.quick);
+            preempt::run_confirming(shapes::w3_preemption(nodes, asks, leaves, options.seed))?
         } else {
+            let workload = options.kind.build(nodes, asks, options.quick, options.seed);
             workload::driver::run_measured(workload, options.timeout)?
         };
         peak_kib = peak_kib.max(peak_rss_kib());

@@ -15,9 +15,11 @@ pub enum WorkloadArg {
     W2,
     /// W3: binpacking, full nodes, queue and user limits.
     W3,
-    /// W4: Mesos-style allocation run.
+    /// W4: Mesos-style allocation run through the Mesos front end (offers).
     W4,
-    /// All four, one after the other.
+    /// W4's shape through the SI instead (one 8-cpu ask per node).
+    W4si,
+    /// All four (W4 through the Mesos front end), one after the other.
     All,
 }
 
@@ -30,7 +32,8 @@ pub struct BenchArgs {
     /// Nodes (default: the workload's size in performance.md).
     #[arg(long)]
     pub nodes: Option<usize>,
-    /// Asks (default: the workload's size; W4 always asks one per node).
+    /// Asks (default: the workload's size; W4 always asks one per node, and
+    /// through the Mesos front end this is the number of frameworks).
     #[arg(long)]
     pub asks: Option<usize>,
     /// Repeats, each on a fresh core.
@@ -115,6 +118,7 @@ pub fn run(args: BenchArgs) -> ExitCode {
         WorkloadArg::W2 => vec![WorkloadKind::W2],
         WorkloadArg::W3 => vec![WorkloadKind::W3],
         WorkloadArg::W4 => vec![WorkloadKind::W4],
+        WorkloadArg::W4si => vec![WorkloadKind::W4si],
         WorkloadArg::All => WorkloadKind::ALL.to_vec(),
     };
     let mut reports = Vec::new();

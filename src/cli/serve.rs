@@ -2,9 +2,10 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use unisched_core::{Scheduler, SchedulerOptions};
+use unisched_mesos::master::MasterHandle;
 use unisched_server::{
     DEFAULT_GRPC_ADDR, DEFAULT_HTTP_ADDR, DefaultConfig, ServerOptions, TlsIdentity, Token,
 };
@@ -39,6 +40,98 @@ pub struct ServeArgs {
     /// Most concurrent gRPC streams per connection.
     #[arg(long, default_value_t = unisched_server::DEFAULT_MAX_CONCURRENT_STREAMS)]
     pub max_concurrent_streams: u32,
+    /// The Mesos-compatible master's flags.
+    #[command(flatten)]
+    pub mesos: MesosArgs,
+}
+
+/// The Mesos-compatible master of `serve`.
+#[derive(Debug, clap::Args)]
+pub struct MesosArgs {
+    /// Serve Mesos' v1 scheduler API (and /state, /metrics/snapshot, /health)
+    /// here, e.g. 127.0.0.1:5050: Mesos frameworks get offers from this core.
+    #[arg(long)]
+    pub mesos_addr: Option<std::net::SocketAddr>,
+    /// Embedded agents to start (like mesos-local).
+    #[arg(long, default_value_t = 1, requires = "mesos_addr")]
+    pub agents: usize,
+    /// Resources of each embedded agent, in Mesos' resource text.
+    #[arg(long, default_value = unisched_mesos::local::DEFAULT_AGENT_RESOURCES, requires = "mesos_addr")]
+    pub agent_resources: String,
+    /// How embedded agents run tasks: `process` (/bin/sh -c in a sandbox) or
+    /// `simulated` (no process; finished after the task's `unisched.duration` label).
+    #[arg(long, default_value = "process", requires = "mesos_addr")]
+    pub agent_executor: String,
+    /// Where process agents make task sandboxes.
+    #[arg(long, requires = "mesos_addr")]
+    pub agent_work_dir: Option<PathBuf>,
+    /// Role weights, e.g. `r1=2,r2=1` (queue weights of the roles' queues).
+    #[arg(long, requires = "mesos_addr")]
+    pub mesos_weights: Option<String>,
+    /// How often an allocation run happens when nothing else triggers one (e.g. `1s`).
+    #[arg(long, default_value = "1s", requires = "mesos_addr")]
+    pub allocation_interval: String,
+    /// Rescind offers not answered within this long (e.g. `30s`); never by default.
+    #[arg(long, requires = "mesos_addr")]
+    pub offer_timeout: Option<String>,
+    /// Minimum resources an offer must hold, alternatives separated by `|`.
+    #[arg(long, default_value = "cpus:0.01|mem:32", requires = "mesos_addr")]
+    pub min_allocatable_resources: String,
+}
+
+impl MesosArgs {
+    /// The local cluster options, or why the flags are wrong.
+    pub fn options(
+        &self,
+        config: Option<String>,
+        token: Option<String>,
+    ) -> Result<Option<unisched_mesos::local::LocalOptions>, String> {
+        use unisched_core::config::properties::parse_duration;
+        use unisched_mesos::resources::Resources;
+        let Some(addr) = self.mesos_addr else {
+            return Ok(None);
+        };
+        let mut options = unisched_mesos::local::LocalOptions {
+            addr,
+            config,
+            token,
+            agents: self.agents,
+            ..Default::default()
+        };
+        options.agent_resources = Resources::parse(&self.agent_resources)
+            .map_err(|e| format!("--agent-resources: {e}"))?;
+        options.executor = match self.agent_executor.as_str() {
+            "process" => unisched_mesos::agent::ExecutorKind::Process,
+            "simulated" => unisched_mesos::agent::ExecutorKind::Simulated,
+            other => {
+                return Err(format!(
+                    "--agent-executor: '{other}' is neither process nor simulated"
+                ));
+            }
+        };
+        if let Some(dir) = &self.agent_work_dir {
+            options.work_dir = dir.clone();
+        }
+        let s = &mut options.settings;
+        if let Some(w) = &self.mesos_weights {
+            s.weights = unisched_mesos::master::config::parse_weights(w)
+                .map_err(|e| format!("--mesos-weights: {e}"))?;
+        }
+        s.allocation_interval = parse_duration(&self.allocation_interval)
+            .map_err(|e| format!("--allocation-interval: {e}"))?;
+        if let Some(t) = &self.offer_timeout {
+            s.offer_timeout = Some(parse_duration(t).map_err(|e| format!("--offer-timeout: {e}"))?);
+        }
+        s.min_allocatable = self
+            .min_allocatable_resources
+            .split('|')
+            .map(|part| {
+                Resources::parse(part.trim())
+                    .map_err(|e| format!("--min-allocatable-resources: {e}"))
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Some(options))
+    }
 }
 
 /// Runs `serve` until SIGTERM or Ctrl-C.
@@ -77,10 +170,22 @@ pub fn run(args: ServeArgs) -> ExitCode {
         },
         _ => None,
     };
+    let mesos = match args.mesos.options(
+        default_config.as_ref().map(|(_, text)| text.clone()),
+        args.token.clone(),
+    ) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("serve: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let scheduler = Scheduler::start(options);
+    // The Mesos master, once started, is reloaded with the file too.
+    let master: Arc<OnceLock<MasterHandle>> = Arc::new(OnceLock::new());
     let (default_config, watcher) = match default_config {
         Some((path, text)) => {
-            let (default, watcher) = watch_config(&scheduler, path, text);
+            let (default, watcher) = watch_config(&scheduler, path, text, master.clone());
             (Some(default), watcher)
         }
         None => (None, None),
@@ -92,9 +197,17 @@ pub fn run(args: ServeArgs) -> ExitCode {
         default_config,
         tls,
         max_concurrent_streams: args.max_concurrent_streams,
+        mesos,
         ..ServerOptions::default()
     };
-    let code = match unisched_server::serve_until_signal(scheduler.clone(), server_options) {
+    let on_mesos: Box<dyn Fn(MasterHandle) + Send> = Box::new(move |m| {
+        let _ = master.set(m);
+    });
+    let code = match unisched_server::serve_until_signal(
+        scheduler.clone(),
+        server_options,
+        Some(on_mesos),
+    ) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("serve: {e}");
@@ -114,6 +227,7 @@ fn watch_config(
     scheduler: &Scheduler,
     path: PathBuf,
     text: String,
+    master: Arc<OnceLock<MasterHandle>>,
 ) -> (Arc<DefaultConfig>, Option<ConfigFileWatcher>) {
     let options = WatchOptions {
         applied_checksum: Some(unisched_core::config::checksum(&text)),
@@ -122,6 +236,11 @@ fn watch_config(
     let default = Arc::new(DefaultConfig::new(text));
     let (sched, def) = (scheduler.clone(), default.clone());
     let started = ConfigFileWatcher::start(path.clone(), options, move |text| {
+        if let Some(m) = master.get()
+            && let Err(e) = m.apply_config(text.clone())
+        {
+            tracing::warn!(error = %e, "Mesos partition keeps its configuration");
+        }
         reload_default_config_rms(&sched, &def, text);
     });
     match started {

@@ -47,6 +47,9 @@ pub enum WorkloadError {
         /// How long the RM waited.
         waited: Duration,
     },
+    /// The workload could not be set up (a front end did not start, ...).
+    #[error("set-up failed: {0}")]
+    Setup(String),
 }
 
 /// One allocation as the RM saw it arrive.

@@ -1,0 +1,102 @@
+//! Compiles the Mesos v1 protos with protox (pure Rust, no system protoc),
+//! generates the prost messages, writes the descriptor set that
+//! `DESCRIPTOR_POOL` embeds, and writes one `ReflectMessage` impl per message.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use heck::{ToSnakeCase, ToUpperCamelCase};
+use prost::Message as _;
+use prost_types::{DescriptorProto, FileDescriptorSet};
+
+/// The files we compile; their imports come along.
+const PROTOS: &[&str] = &[
+    "mesos/v1/mesos.proto",
+    "mesos/v1/scheduler/scheduler.proto",
+    "mesos/v1/resource_provider/resource_provider.proto",
+    "mesos/v1/allocator/allocator.proto",
+    "mesos/v1/maintenance/maintenance.proto",
+    "mesos/v1/quota/quota.proto",
+    "mesos/v1/master/master.proto",
+];
+
+/// Rust module (under the crate root) of each proto package.
+const PACKAGES: &[(&str, &str)] = &[
+    ("mesos.v1", "crate::v1"),
+    ("mesos.v1.scheduler", "crate::v1::scheduler"),
+    ("mesos.v1.resource_provider", "crate::v1::resource_provider"),
+    ("mesos.v1.allocator", "crate::v1::allocator"),
+    ("mesos.v1.maintenance", "crate::v1::maintenance"),
+    ("mesos.v1.quota", "crate::v1::quota"),
+    ("mesos.v1.master", "crate::v1::master"),
+];
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    println!("cargo:rerun-if-changed=proto");
+    let out = PathBuf::from(std::env::var("OUT_DIR")?);
+
+    let fds = protox::compile(PROTOS, ["proto"])?;
+    std::fs::write(out.join("mesos_descriptors.bin"), fds.encode_to_vec())?;
+    std::fs::write(out.join("mesos_reflect.rs"), reflect_impls(&fds)?)?;
+
+    prost_build::Config::new().compile_fds(fds)?;
+    Ok(())
+}
+
+/// One `ReflectMessage` impl per generated message, looking its descriptor up
+/// by full name in the embedded pool.
+fn reflect_impls(fds: &FileDescriptorSet) -> Result<String, String> {
+    let mut code = String::new();
+    for file in &fds.file {
+        let package = file.package();
+        if package.starts_with("google.") {
+            continue; // Well-known types map onto prost-types.
+        }
+        let module = PACKAGES
+            .iter()
+            .find(|(p, _)| *p == package)
+            .map(|(_, m)| *m)
+            .ok_or_else(|| format!("no Rust module for package {package}"))?;
+        for message in &file.message_type {
+            impls_for(message, package, module, &mut code);
+        }
+    }
+    Ok(code)
+}
+
+fn impls_for(message: &DescriptorProto, proto_scope: &str, rust_scope: &str, code: &mut String) {
+    if message.options.as_ref().is_some_and(|o| o.map_entry()) {
+        return; // Map entries have no Rust type.
+    }
+    let full_name = format!("{proto_scope}.{}", message.name());
+    let rust_path = format!(
+        "{rust_scope}::{}",
+        ident(&message.name().to_upper_camel_case())
+    );
+    writeln!(
+        code,
+        "impl ::prost_reflect::ReflectMessage for {rust_path} {{\n    \
+         fn descriptor(&self) -> ::prost_reflect::MessageDescriptor {{\n        \
+         crate::message_descriptor(\"{full_name}\")\n    }}\n}}"
+    )
+    .expect("writing to a String");
+    let nested_scope = format!("{rust_scope}::{}", ident(&message.name().to_snake_case()));
+    for nested in &message.nested_type {
+        impls_for(nested, &full_name, &nested_scope, code);
+    }
+}
+
+/// The identifier prost-build gives a name (keywords become raw identifiers
+/// or get a trailing underscore).
+fn ident(name: &str) -> String {
+    match name {
+        "as" | "break" | "const" | "continue" | "else" | "enum" | "false" | "fn" | "for" | "if"
+        | "impl" | "in" | "let" | "loop" | "match" | "mod" | "move" | "mut" | "pub" | "ref"
+        | "return" | "static" | "struct" | "trait" | "true" | "type" | "unsafe" | "use"
+        | "where" | "while" | "dyn" | "abstract" | "become" | "box" | "do" | "final" | "macro"
+        | "override" | "priv" | "typeof" | "unsized" | "virtual" | "yield" | "async" | "await"
+        | "try" | "gen" => format!("r#{name}"),
+        "_" | "super" | "self" | "Self" | "extern" | "crate" => format!("{name}_"),
+        _ => name.to_string(),
+    }
+}

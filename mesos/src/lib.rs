@@ -1,0 +1,89 @@
+//! Mesos v1 wire types and codecs: the generated messages of the scheduler,
+//! resource provider and operator APIs, Mesos' JSON mapping and protobuf
+//! bodies ([`codec`]), RecordIO framing ([`recordio`]) and resources as a
+//! domain type ([`resources`]).
+//!
+//! This crate knows nothing of scheduling, HTTP or the unisched core: it is the
+//! contract between a Mesos framework (or resource provider) and whatever
+//! serves it. The `.proto` files under `proto/` carry upstream's message,
+//! field and enum names, numbers, labels and defaults; they never change.
+//!
+//! Every generated message implements [`prost_reflect::ReflectMessage`], its
+//! descriptor coming from [`DESCRIPTOR_POOL`]; the codecs use those
+//! descriptors for field names, enum names, defaults and required fields.
+
+use std::sync::LazyLock;
+
+use prost_reflect::{DescriptorPool, MessageDescriptor};
+
+pub mod agent;
+pub mod codec;
+pub mod local;
+pub mod master;
+pub mod recordio;
+pub mod resources;
+
+/// The Mesos version this master answers as (its API is Mesos 1.x's v1 API).
+pub const MESOS_VERSION: &str = "1.11.0";
+
+/// The descriptors of every message in `proto/`, built into the crate.
+pub static DESCRIPTOR_POOL: LazyLock<DescriptorPool> = LazyLock::new(|| {
+    DescriptorPool::decode(
+        include_bytes!(concat!(env!("OUT_DIR"), "/mesos_descriptors.bin")).as_ref(),
+    )
+    .expect("the descriptor set written by build.rs decodes")
+});
+
+/// The descriptor of a message of [`DESCRIPTOR_POOL`] by its full name; used
+/// by the generated `ReflectMessage` impls, whose names come from the pool.
+fn message_descriptor(full_name: &str) -> MessageDescriptor {
+    DESCRIPTOR_POOL
+        .get_message_by_name(full_name)
+        .unwrap_or_else(|| panic!("{full_name} is in the descriptor pool"))
+}
+
+/// Package `mesos.v1`: the types shared by every Mesos v1 API (ids,
+/// `FrameworkInfo`, `Offer`, `Resource`, `TaskInfo`, `TaskStatus`, ...).
+///
+/// proto2 through prost: `optional` fields are `Option<T>`, `required` ones
+/// plain fields, enum fields `i32` with typed getters (`r#type()`,
+/// `state()`), and explicit defaults are what the getters return when unset.
+pub mod v1 {
+    #![allow(missing_docs, clippy::all, clippy::pedantic)]
+
+    include!(concat!(env!("OUT_DIR"), "/mesos.v1.rs"));
+
+    /// Package `mesos.v1.scheduler`: `Call`, `Event` and `Response` of the
+    /// scheduler HTTP API.
+    pub mod scheduler {
+        include!(concat!(env!("OUT_DIR"), "/mesos.v1.scheduler.rs"));
+    }
+
+    /// Package `mesos.v1.resource_provider`: `Call` and `Event` of the
+    /// resource provider API.
+    pub mod resource_provider {
+        include!(concat!(env!("OUT_DIR"), "/mesos.v1.resource_provider.rs"));
+    }
+
+    /// Package `mesos.v1.master`: the master's operator API.
+    pub mod master {
+        include!(concat!(env!("OUT_DIR"), "/mesos.v1.master.rs"));
+    }
+
+    /// Package `mesos.v1.quota`, used by the operator API.
+    pub mod quota {
+        include!(concat!(env!("OUT_DIR"), "/mesos.v1.quota.rs"));
+    }
+
+    /// Package `mesos.v1.maintenance`, used by the operator API.
+    pub mod maintenance {
+        include!(concat!(env!("OUT_DIR"), "/mesos.v1.maintenance.rs"));
+    }
+
+    /// Package `mesos.v1.allocator`, used by the operator API.
+    pub mod allocator {
+        include!(concat!(env!("OUT_DIR"), "/mesos.v1.allocator.rs"));
+    }
+}
+
+include!(concat!(env!("OUT_DIR"), "/mesos_reflect.rs"));

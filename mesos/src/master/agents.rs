@@ -1,0 +1,118 @@
+//! Agents join (a node of the core) and leave (their offers rescinded, their
+//! tasks lost, frameworks told with FAILURE).
+
+use unisched_si as si;
+
+use super::state::{Agent, Master};
+use super::units::to_core;
+use crate::resources::Resources;
+use crate::v1;
+use crate::v1::scheduler::{Event, event};
+
+impl Master {
+    /// Adds an agent and its node; returns the agent id.
+    pub(super) fn add_agent(&mut self, spec: super::AgentSpec) -> String {
+        let super::AgentSpec {
+            hostname,
+            resources,
+            occupied,
+            attributes,
+            backend,
+        } = spec;
+        let id = self.new_agent_id();
+        let backend = backend(&id);
+        let info = v1::AgentInfo {
+            hostname,
+            port: Some(5051),
+            resources: resources.to_vec(),
+            attributes,
+            id: Some(v1::AgentId { value: id.clone() }),
+            domain: None,
+        };
+        self.core.node(si::NodeInfo {
+            node_id: id.clone(),
+            action: si::node_info::ActionFromRm::Create as i32,
+            attributes: [("hostname".to_string(), info.hostname.clone())].into(),
+            schedulable_resource: Some(to_core(resources.iter())),
+            occupied_resource: (!occupied.is_empty()).then(|| to_core(occupied.iter())),
+            ..Default::default()
+        });
+        // A new agent is offered at once, as Mesos does.
+        self.core.offers(vec![
+            unisched_core::scheduler::offers::OfferChange::Allocate,
+        ]);
+        let now = self.now();
+        self.agents.insert(
+            id.clone(),
+            Agent {
+                id: id.clone(),
+                info,
+                total: resources,
+                occupied,
+                used: Resources::default(),
+                offered: Resources::default(),
+                tasks: Default::default(),
+                executors: Default::default(),
+                backend,
+                registered_time: now,
+            },
+        );
+        id
+    }
+
+    /// Removes an agent: its offers are rescinded, its tasks become
+    /// TASK_GONE (partition aware) or TASK_LOST, every connected framework
+    /// gets FAILURE, and its node leaves the core.
+    pub(super) fn remove_agent(&mut self, id: &str, why: &str) {
+        if !self.agents.contains_key(id) {
+            return;
+        }
+        let offers: Vec<String> = self
+            .offers
+            .values()
+            .filter(|o| o.agent == id)
+            .map(|o| o.id.clone())
+            .collect();
+        for o in offers {
+            self.rescind(&o, true);
+        }
+        let tasks: Vec<(String, String)> = self.agents[id].tasks.iter().cloned().collect();
+        for (framework, task) in tasks {
+            self.lose_task(
+                &framework,
+                &task,
+                v1::task_status::Reason::AgentRemoved,
+                &format!("Agent {id} removed: {why}"),
+            );
+        }
+        let agent = self.agents.remove(id).expect("agent exists");
+        agent.backend.stop();
+        self.core.node(si::NodeInfo {
+            node_id: id.to_string(),
+            action: si::node_info::ActionFromRm::Decomission as i32,
+            ..Default::default()
+        });
+        let frameworks: Vec<String> = self
+            .frameworks
+            .values()
+            .filter(|f| f.connected())
+            .map(|f| f.id.clone())
+            .collect();
+        for f in frameworks {
+            self.send(
+                &f,
+                Event {
+                    r#type: Some(event::Type::Failure as i32),
+                    failure: Some(event::Failure {
+                        agent_id: Some(v1::AgentId {
+                            value: id.to_string(),
+                        }),
+                        executor_id: None,
+                        status: None,
+                    }),
+                    ..Default::default()
+                },
+            );
+        }
+    }
+}

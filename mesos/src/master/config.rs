@@ -1,0 +1,204 @@
+//! The queue configuration of the Mesos partition: the user's YAML (its first
+//! partition), with placement that puts each (framework, role) application
+//! in its role's queue, created on demand, and role weights as queue weights.
+
+use std::collections::BTreeMap;
+
+use serde_yaml::{Mapping, Value};
+
+use super::units::role_queue;
+
+/// The configuration used when none is given: everyone may submit to root.
+pub const DEFAULT_CONFIG: &str = "partitions:
+  - name: default
+    queues:
+      - name: root
+        submitacl: '*'
+";
+
+fn key(k: &str) -> Value {
+    Value::String(k.to_string())
+}
+
+/// The child queue `name` of `queue` (made when missing).
+fn child<'a>(queue: &'a mut Mapping, name: &str, parent: bool) -> Result<&'a mut Mapping, String> {
+    let list = queue
+        .entry(key("queues"))
+        .or_insert_with(|| Value::Sequence(Vec::new()));
+    let Value::Sequence(list) = list else {
+        return Err("'queues' must be a list".to_string());
+    };
+    let at = list
+        .iter()
+        .position(|q| q.get("name").and_then(Value::as_str) == Some(name));
+    let at = match at {
+        Some(i) => i,
+        None => {
+            let mut q = Mapping::new();
+            q.insert(key("name"), key(name));
+            if parent {
+                q.insert(key("parent"), Value::Bool(true));
+            }
+            list.push(Value::Mapping(q));
+            list.len() - 1
+        }
+    };
+    match &mut list[at] {
+        Value::Mapping(m) => Ok(m),
+        _ => Err(format!("queue {name} must be a mapping")),
+    }
+}
+
+/// The text the Mesos front end registers with: `text` (or
+/// [`DEFAULT_CONFIG`]) reduced to its first partition, named `default`, whose
+/// placement is the `provided` rule with `create` (roles not in the file
+/// become queues under root), with each weighted role's queue given its
+/// `weight`. Errors name what is wrong.
+pub fn mesos_partition(
+    text: Option<&str>,
+    weights: &BTreeMap<String, f64>,
+) -> Result<String, String> {
+    let text = text.unwrap_or(DEFAULT_CONFIG);
+    unisched_core::config::parse(text).map_err(|e| e.to_string())?;
+    let mut doc: Value = serde_yaml::from_str(text).map_err(|e| e.to_string())?;
+    let partitions = doc
+        .get_mut("partitions")
+        .and_then(Value::as_sequence_mut)
+        .ok_or("the configuration has no partitions")?;
+    let mut partition = match partitions.first() {
+        Some(Value::Mapping(p)) => p.clone(),
+        _ => return Err("the first partition must be a mapping".to_string()),
+    };
+    partition.insert(key("name"), key("default"));
+    let mut rule = Mapping::new();
+    rule.insert(key("name"), key("provided"));
+    rule.insert(key("create"), Value::Bool(true));
+    partition.insert(
+        key("placementrules"),
+        Value::Sequence(vec![Value::Mapping(rule)]),
+    );
+    // One root: wrap top-level queues that are not a single root.
+    let queues = partition
+        .get("queues")
+        .and_then(Value::as_sequence)
+        .cloned()
+        .unwrap_or_default();
+    let single_root = queues.len() == 1
+        && queues[0]
+            .get("name")
+            .and_then(Value::as_str)
+            .is_some_and(|n| n.eq_ignore_ascii_case("root"));
+    let mut root = if single_root {
+        match &queues[0] {
+            Value::Mapping(m) => m.clone(),
+            _ => return Err("queue root must be a mapping".to_string()),
+        }
+    } else {
+        let mut r = Mapping::new();
+        r.insert(key("name"), key("root"));
+        r.insert(key("submitacl"), key("*"));
+        r.insert(key("queues"), Value::Sequence(queues));
+        r
+    };
+    for (role, weight) in weights {
+        let path = role_queue(role)?;
+        let parts: Vec<&str> = path.split('.').skip(1).collect();
+        let mut q = &mut root;
+        for (i, part) in parts.iter().enumerate() {
+            q = child(q, part, i + 1 < parts.len())?;
+        }
+        let props = q
+            .entry(key("properties"))
+            .or_insert_with(|| Value::Mapping(Mapping::new()));
+        let Value::Mapping(props) = props else {
+            return Err(format!("queue {path}: properties must be a mapping"));
+        };
+        props.insert(key("weight"), key(&weight.to_string()));
+    }
+    partition.insert(key("queues"), Value::Sequence(vec![Value::Mapping(root)]));
+    let mut out = Mapping::new();
+    out.insert(
+        key("partitions"),
+        Value::Sequence(vec![Value::Mapping(partition)]),
+    );
+    let text = serde_yaml::to_string(&Value::Mapping(out)).map_err(|e| e.to_string())?;
+    unisched_core::config::parse(&text).map_err(|e| e.to_string())?;
+    Ok(text)
+}
+
+/// Parses `--mesos-weights r1=2,r2=1`.
+pub fn parse_weights(text: &str) -> Result<BTreeMap<String, f64>, String> {
+    let mut out = BTreeMap::new();
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (role, w) = part
+            .split_once('=')
+            .ok_or_else(|| format!("weight '{part}' is not role=weight"))?;
+        let w: f64 = w
+            .trim()
+            .parse()
+            .map_err(|_| format!("weight of role '{role}' is not a number: '{w}'"))?;
+        if !(w.is_finite() && w > 0.0) {
+            return Err(format!("weight of role '{role}' must be positive, got {w}"));
+        }
+        super::units::validate_role(role.trim())?;
+        out.insert(role.trim().to_string(), w);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_gets_provided_placement() {
+        let text = mesos_partition(None, &BTreeMap::new()).unwrap();
+        let c = unisched_core::config::parse(&text).unwrap();
+        let p = &c.partitions[0];
+        assert_eq!(p.name, "default");
+        assert_eq!(p.placement_rules.len(), 1);
+        assert_eq!(
+            p.placement_rules[0].kind,
+            unisched_core::config::RuleKind::Provided
+        );
+        assert!(p.placement_rules[0].create);
+    }
+
+    #[test]
+    fn weights_become_queue_properties_and_other_partitions_go() {
+        let user = "
+partitions:
+  - name: first
+    queues:
+      - name: root
+        submitacl: '*'
+        queues:
+          - name: web
+            resources:
+              max: {vcore: 4}
+  - name: second
+    queues:
+      - name: root
+";
+        let weights = parse_weights("web=2, eng/batch=0.5").unwrap();
+        let text = mesos_partition(Some(user), &weights).unwrap();
+        let c = unisched_core::config::parse(&text).unwrap();
+        assert_eq!(c.partitions.len(), 1);
+        let root = &c.partitions[0].root;
+        let web = root.find("root.web").unwrap();
+        assert_eq!(web.properties["weight"], "2");
+        assert!(!web.max.is_empty());
+        let batch = root.find("root.eng.batch").unwrap();
+        assert_eq!(batch.properties["weight"], "0.5");
+        assert!(root.find("root.eng").unwrap().parent);
+    }
+
+    #[test]
+    fn bad_weights_and_configs_are_refused() {
+        assert!(parse_weights("web").is_err());
+        assert!(parse_weights("web=x").is_err());
+        assert!(parse_weights("web=0").is_err());
+        assert!(parse_weights("/web=1").is_err());
+        assert!(mesos_partition(Some("partitions: 3"), &BTreeMap::new()).is_err());
+    }
+}

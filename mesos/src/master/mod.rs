@@ -1,0 +1,610 @@
+//! The Mesos-compatible master: Mesos frameworks on the unisched core.
+//!
+//! # What it is
+//! The master speaks Mesos' v1 scheduler API to frameworks and is an RM of
+//! the core with a partition of its own. It holds no allocator: offers come
+//! from the core's offer partitions (see `unisched_core::scheduler::offers`).
+//! A role is a queue (`a/b` is `root.a.b`), a (framework, role) pair is an
+//! application, an agent is a node, an offer is a lease (an allocation of a
+//! node's whole remainder), a task is an allocation made from leases.
+//!
+//! # Threads and who owns what
+//! ```text
+//!  HTTP handlers (tokio) ──Input──┐
+//!  in-process drivers ────Input──┤
+//!  core dispatcher (callback) ───┼──▶ master thread ──try_send──▶ event streams
+//!  embedded agents (tokio) ──────┘    owns `Master`           (one bounded channel
+//!                                      │                       per subscription)
+//!                                      ├─ SchedulerApi / update_offers ─▶ core
+//!                                      └─ AgentBackend calls ───────────▶ agents
+//! ```
+//! - The **master thread** owns all protocol state (`state::Master`):
+//!   frameworks, their streams, offers, tasks and their status streams,
+//!   agents, timers. Nothing else reads or writes it; there are no locks.
+//!   It takes inputs from one channel, in arrival order, and waits on it
+//!   with a timeout for its next timer.
+//! - It talks to the **core** only through calls that queue and return
+//!   (`update_*`, `update_offers`); the core answers through the RM
+//!   callback, which runs on the core's dispatcher thread for this RM and
+//!   only forwards what it gets to the master thread's channel. So the master
+//!   never waits for the core and the core never waits for the master.
+//! - **Events** go to each subscription's bounded channel with `try_send`;
+//!   the HTTP response task (or an in-process driver) encodes and writes
+//!   them. A subscriber that does not keep up has its stream closed (the
+//!   framework is disconnected and may resubscribe): a slow or stuck
+//!   framework never holds up the master, the core or another framework.
+//! - **Agents** get non-blocking calls (launch, kill, ...) and report status
+//!   updates back through the channel.
+//! - Queries (`/state`, metrics) are inputs with a reply channel; the master
+//!   thread answers from its state between two inputs.
+//!
+//! Shutdown: dropping the last [`MasterHandle`] (or [`MasterHandle::shutdown`])
+//! stops the thread; the agents kill their tasks.
+
+mod accept;
+mod agents;
+pub mod config;
+pub mod framework;
+pub mod http;
+mod offers;
+pub mod report;
+mod state;
+pub mod status;
+mod subscribe;
+mod tasks;
+pub mod units;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use tokio::sync::{mpsc, oneshot};
+use unisched_core::Scheduler;
+use unisched_core::scheduler::offers::OfferChange;
+use unisched_shim_api::{CallbackResult, ResourceManagerCallback, SchedulerApi};
+use unisched_si as si;
+
+use crate::agent::{AgentBackend, AgentUpdate};
+use crate::resources::Resources;
+use crate::v1;
+use crate::v1::scheduler::{Call, Event};
+
+pub use state::Timer;
+
+/// Settings of the master.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Interval of HEARTBEAT events (Mesos: 15 s).
+    pub heartbeat_interval: Duration,
+    /// How often the core is woken for an allocation run when nothing
+    /// else changed (Mesos' `--allocation_interval`, 1 s).
+    pub allocation_interval: Duration,
+    /// Offers are rescinded after this long (Mesos' `--offer_timeout`; none by default).
+    pub offer_timeout: Option<Duration>,
+    /// Minimum allocatable resources: alternatives, one must fit in a remainder
+    /// (Mesos' `--min_allocatable_resources`, `cpus:0.01|mem:32`).
+    pub min_allocatable: Vec<Resources>,
+    /// Role weights (`--mesos-weights r1=2,r2=1`), applied as queue weights.
+    pub weights: BTreeMap<String, f64>,
+    /// Events a subscription may have queued before its stream is closed.
+    pub stream_capacity: usize,
+    /// Removed frameworks' ids stay refused; their records are kept for `/state`.
+    pub hostname: String,
+    /// The port the scheduler API is served on (for MasterInfo).
+    pub port: u32,
+    /// Grace period of a kill when neither the task nor the call sets one.
+    pub kill_grace_period: Duration,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            heartbeat_interval: Duration::from_secs(15),
+            allocation_interval: Duration::from_secs(1),
+            offer_timeout: None,
+            min_allocatable: vec![
+                Resources::parse("cpus:0.01").unwrap_or_default(),
+                Resources::parse("mem:32").unwrap_or_default(),
+            ],
+            weights: BTreeMap::new(),
+            stream_capacity: 4096,
+            hostname: "localhost".to_string(),
+            port: 5050,
+            kill_grace_period: Duration::from_secs(3),
+        }
+    }
+}
+
+/// Makes an agent's backend from the id the master gives it.
+pub type MakeAgent = Box<dyn FnOnce(&str) -> Arc<dyn AgentBackend> + Send>;
+
+/// An agent to add.
+pub struct AgentSpec {
+    /// Its hostname.
+    pub hostname: String,
+    /// Its resources.
+    pub resources: Resources,
+    /// Part of them used by something other than this master's tasks
+    /// (never offered).
+    pub occupied: Resources,
+    /// Its attributes.
+    pub attributes: Vec<v1::Attribute>,
+    /// Makes its backend once its id is known.
+    pub backend: MakeAgent,
+}
+
+/// The RM id the master registers with the core.
+pub const RM_ID: &str = "mesos";
+
+/// What an HTTP (or in-process) call gets back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallOutcome {
+    /// 202 Accepted.
+    Accepted,
+    /// 200 OK (UPDATE_FRAMEWORK).
+    Ok,
+}
+
+/// Why a call was refused, with its HTTP status.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{status}: {message}")]
+pub struct CallError {
+    /// HTTP status code.
+    pub status: u16,
+    /// The body.
+    pub message: String,
+}
+
+impl CallError {
+    /// 400 Bad Request.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self {
+            status: 400,
+            message: message.into(),
+        }
+    }
+
+    /// 403 Forbidden.
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self {
+            status: 403,
+            message: message.into(),
+        }
+    }
+}
+
+/// An answer from the core, forwarded by the RM callback.
+#[derive(Debug)]
+pub enum CoreUpdate {
+    /// Leases and releases, rejections.
+    Allocation(si::AllocationResponse, Instant),
+    /// Application results.
+    Application(si::ApplicationResponse),
+    /// Node results.
+    Node(si::NodeResponse),
+}
+
+/// Inputs of the master thread.
+pub enum Input {
+    /// A SUBSCRIBE call; its events go to `sink`.
+    Subscribe {
+        /// The call's payload.
+        subscribe: Box<v1::scheduler::call::Subscribe>,
+        /// The stream's `Mesos-Stream-Id`.
+        stream_id: String,
+        /// Where the events go.
+        sink: mpsc::Sender<Event>,
+    },
+    /// Any other call.
+    Call {
+        /// The call (validated).
+        call: Box<Call>,
+        /// The `Mesos-Stream-Id` header, if any.
+        stream_id: Option<String>,
+        /// The outcome.
+        reply: oneshot::Sender<Result<CallOutcome, CallError>>,
+    },
+    /// A subscription's stream closed (the client went away).
+    StreamClosed {
+        /// Framework id.
+        framework: String,
+        /// Its stream generation.
+        stream_id: String,
+    },
+    /// From the core.
+    Core(CoreUpdate),
+    /// From an agent.
+    Agent(AgentUpdate),
+    /// Adds an agent.
+    AddAgent {
+        /// The agent.
+        spec: AgentSpec,
+        /// The id it got.
+        reply: Option<oneshot::Sender<String>>,
+    },
+    /// Removes an agent (its tasks are lost, its offers rescinded).
+    RemoveAgent(String),
+    /// A question answered from the state.
+    Query(report::Query),
+    /// Applies a new queue configuration text.
+    Config(String, oneshot::Sender<Result<(), String>>),
+    /// Stops the master.
+    Shutdown,
+}
+
+/// The core's answers to the master, forwarded to its thread.
+struct CoreCallback {
+    tx: Sender<Input>,
+}
+
+impl ResourceManagerCallback for CoreCallback {
+    fn update_allocation(&self, response: si::AllocationResponse) -> CallbackResult<()> {
+        let _ = self.tx.send(Input::Core(CoreUpdate::Allocation(
+            response,
+            Instant::now(),
+        )));
+        Ok(())
+    }
+
+    fn update_application(&self, response: si::ApplicationResponse) -> CallbackResult<()> {
+        let _ = self.tx.send(Input::Core(CoreUpdate::Application(response)));
+        Ok(())
+    }
+
+    fn update_node(&self, response: si::NodeResponse) -> CallbackResult<()> {
+        let _ = self.tx.send(Input::Core(CoreUpdate::Node(response)));
+        Ok(())
+    }
+
+    fn predicates(&self, _args: si::PredicatesArgs) -> CallbackResult<()> {
+        Ok(())
+    }
+
+    fn resync_scheduler_cache(&self, _args: si::ReSyncSchedulerCacheArgs) -> CallbackResult<()> {
+        Ok(())
+    }
+
+    fn send_event(&self, _events: Vec<si::EventRecord>) -> CallbackResult<()> {
+        Ok(())
+    }
+
+    fn update_container_scheduling_state(
+        &self,
+        _request: si::UpdateContainerSchedulingStateRequest,
+    ) -> CallbackResult<()> {
+        Ok(())
+    }
+
+    fn update_configuration(
+        &self,
+        _request: si::UpdateConfigurationRequest,
+    ) -> CallbackResult<si::UpdateConfigurationResponse> {
+        Ok(si::UpdateConfigurationResponse {
+            success: true,
+            ..Default::default()
+        })
+    }
+}
+
+/// Why the master could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The queue configuration is not usable.
+    #[error("queue configuration for the Mesos partition: {0}")]
+    Config(String),
+    /// The core refused the registration.
+    #[error("the core refused the Mesos front end: {0}")]
+    Core(#[from] unisched_shim_api::SchedulerError),
+    /// The master thread did not start.
+    #[error("cannot start the master thread: {0}")]
+    Thread(#[from] std::io::Error),
+}
+
+/// A handle on a running master. Cheap to clone; the master stops when the
+/// last handle goes (or at [`MasterHandle::shutdown`]).
+#[derive(Clone)]
+pub struct MasterHandle {
+    tx: Sender<Input>,
+    inner: Arc<HandleInner>,
+}
+
+struct HandleInner {
+    tx: Sender<Input>,
+    info: v1::MasterInfo,
+}
+
+impl Drop for HandleInner {
+    fn drop(&mut self) {
+        let _ = self.tx.send(Input::Shutdown);
+    }
+}
+
+impl MasterHandle {
+    /// Starts a master on `scheduler`, registering it as RM [`RM_ID`] with the
+    /// queue configuration `config` (YAML; its first partition is used, see
+    /// [`config::mesos_partition`]).
+    pub fn start(
+        scheduler: Scheduler,
+        config: Option<&str>,
+        settings: Settings,
+    ) -> Result<Self, StartError> {
+        let text =
+            config::mesos_partition(config, &settings.weights).map_err(StartError::Config)?;
+        let (tx, rx) = crossbeam_channel::unbounded();
+        scheduler.register_resource_manager(
+            si::RegisterResourceManagerRequest {
+                rm_id: RM_ID.to_string(),
+                policy_group: "queues".to_string(),
+                version: "mesos-v1".to_string(),
+                build_info: Default::default(),
+                config: text,
+                extra_config: Default::default(),
+            },
+            Arc::new(CoreCallback { tx: tx.clone() }),
+        )?;
+        let clock = scheduler.clock();
+        let master_id = uuid::Uuid::new_v4().to_string();
+        let info = v1::MasterInfo {
+            id: master_id,
+            ip: 0x0100_007f,
+            port: settings.port,
+            pid: Some(format!("master@127.0.0.1:{}", settings.port)),
+            hostname: Some(settings.hostname.clone()),
+            version: Some(crate::MESOS_VERSION.to_string()),
+            address: Some(v1::Address {
+                hostname: Some(settings.hostname.clone()),
+                ip: Some("127.0.0.1".to_string()),
+                port: settings.port as i32,
+            }),
+            ..Default::default()
+        };
+        let mut core = state::CoreLink {
+            scheduler,
+            rm_id: RM_ID.to_string(),
+            partition: "default".to_string(),
+            outbox: Vec::new(),
+        };
+        core.offers(vec![offers::policy_change(&settings.min_allocatable)]);
+        core.flush();
+        let master = state::Master::new(settings, clock, core, info.clone());
+        std::thread::Builder::new()
+            .name("unisched-mesos-master".to_string())
+            .spawn(move || run(master, rx))?;
+        Ok(Self {
+            tx: tx.clone(),
+            inner: Arc::new(HandleInner { tx, info }),
+        })
+    }
+
+    /// What SUBSCRIBED events carry about this master.
+    pub fn info(&self) -> &v1::MasterInfo {
+        &self.inner.info
+    }
+
+    /// Sends an input to the master thread (false when it has stopped).
+    pub fn send(&self, input: Input) -> bool {
+        self.tx.send(input).is_ok()
+    }
+
+    /// Subscribes a framework in process: returns the stream id and the
+    /// channel its events arrive on (SUBSCRIBED first, or ERROR).
+    pub fn subscribe(
+        &self,
+        subscribe: v1::scheduler::call::Subscribe,
+        capacity: usize,
+    ) -> (String, mpsc::Receiver<Event>) {
+        let (sink, events) = mpsc::channel(capacity.max(1));
+        let stream_id = uuid::Uuid::new_v4().to_string();
+        self.send(Input::Subscribe {
+            subscribe: Box::new(subscribe),
+            stream_id: stream_id.clone(),
+            sink,
+        });
+        (stream_id, events)
+    }
+
+    /// Makes a call (not SUBSCRIBE) and waits for its outcome.
+    pub async fn call(
+        &self,
+        call: Call,
+        stream_id: Option<String>,
+    ) -> Result<CallOutcome, CallError> {
+        let (reply, rx) = oneshot::channel();
+        if !self.send(Input::Call {
+            call: Box::new(call),
+            stream_id,
+            reply,
+        }) {
+            return Err(CallError {
+                status: 503,
+                message: "the master has stopped".to_string(),
+            });
+        }
+        rx.await.unwrap_or_else(|_| {
+            Err(CallError {
+                status: 503,
+                message: "the master has stopped".to_string(),
+            })
+        })
+    }
+
+    /// Adds an agent and returns its id.
+    pub async fn add_agent(&self, spec: AgentSpec) -> Option<String> {
+        let (reply, rx) = oneshot::channel();
+        self.send(Input::AddAgent {
+            spec,
+            reply: Some(reply),
+        });
+        rx.await.ok()
+    }
+
+    /// Answers a question from the master's state.
+    pub async fn query<T: Send + 'static>(
+        &self,
+        make: impl FnOnce(oneshot::Sender<T>) -> report::Query,
+    ) -> Option<T> {
+        let (reply, rx) = oneshot::channel();
+        self.send(Input::Query(make(reply)));
+        rx.await.ok()
+    }
+
+    /// Applies a new queue configuration text (hot reload).
+    pub fn apply_config(&self, text: String) -> Result<(), String> {
+        let (reply, rx) = oneshot::channel();
+        if !self.send(Input::Config(text, reply)) {
+            return Err("the master has stopped".to_string());
+        }
+        rx.blocking_recv()
+            .unwrap_or_else(|_| Err("the master has stopped".to_string()))
+    }
+
+    /// Stops the master thread.
+    pub fn shutdown(&self) {
+        let _ = self.tx.send(Input::Shutdown);
+    }
+}
+
+/// Most inputs applied before timers and the core get a turn.
+const BATCH: usize = 1024;
+
+fn run(mut master: state::Master, rx: Receiver<Input>) {
+    loop {
+        let wait = master
+            .next_timer()
+            .map(|at| Duration::from_nanos(at.saturating_sub(master.now())));
+        let first = match wait {
+            Some(d) if master.clock.is_virtual() && d > Duration::ZERO => {
+                // A virtual clock moves only when told; look again soon.
+                rx.recv_timeout(Duration::from_millis(10))
+            }
+            Some(d) => rx.recv_timeout(d),
+            None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
+        };
+        let mut stop = false;
+        match first {
+            Ok(input) => {
+                stop |= master.apply_guarded(input);
+                for input in rx.try_iter().take(BATCH) {
+                    stop |= master.apply_guarded(input);
+                }
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => stop = true,
+        }
+        let now = master.now();
+        for timer in master.due_timers(now) {
+            master.guarded(|m| m.on_timer(timer));
+        }
+        master.guarded(|m| m.close_broken_streams());
+        master.core.flush();
+        if stop {
+            master.shutdown();
+            break;
+        }
+    }
+}
+
+impl state::Master {
+    /// Runs `f`, turning a panic into a logged error: no panic escapes into
+    /// the master thread's loop.
+    fn guarded(&mut self, f: impl FnOnce(&mut Self)) {
+        if let Err(panic) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(self))) {
+            let reason = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown".to_string());
+            tracing::error!(%reason, "the Mesos master panicked handling an input; state of that input may be partial");
+        }
+    }
+
+    /// Applies one input; true to stop.
+    fn apply_guarded(&mut self, input: Input) -> bool {
+        if matches!(input, Input::Shutdown) {
+            return true;
+        }
+        self.guarded(|m| m.apply(input));
+        false
+    }
+
+    fn apply(&mut self, input: Input) {
+        match input {
+            Input::Subscribe {
+                subscribe,
+                stream_id,
+                sink,
+            } => self.subscribe(*subscribe, stream_id, sink),
+            Input::Call {
+                call,
+                stream_id,
+                reply,
+            } => {
+                let outcome = self.call(*call, stream_id);
+                let _ = reply.send(outcome);
+            }
+            Input::StreamClosed {
+                framework,
+                stream_id,
+            } => self.stream_closed(&framework, &stream_id),
+            Input::Core(update) => self.core_update(update),
+            Input::Agent(update) => self.agent_update(update),
+            Input::AddAgent { spec, reply } => {
+                let id = self.add_agent(spec);
+                if let Some(reply) = reply {
+                    let _ = reply.send(id);
+                }
+            }
+            Input::RemoveAgent(id) => self.remove_agent(&id, "agent removed"),
+            Input::Query(q) => self.answer(q),
+            Input::Config(text, reply) => {
+                let _ = reply.send(self.apply_config(&text));
+            }
+            Input::Shutdown => {}
+        }
+    }
+
+    fn apply_config(&mut self, text: &str) -> Result<(), String> {
+        let patched = config::mesos_partition(Some(text), &self.settings.weights)?;
+        self.core
+            .scheduler
+            .set_config(RM_ID, &patched)
+            .map(drop)
+            .map_err(|e| e.to_string())
+    }
+
+    fn on_timer(&mut self, timer: Timer) {
+        match timer {
+            Timer::Heartbeat(fw, generation) => self.heartbeat(&fw, generation),
+            Timer::Failover(fw) => self.failover_timer(&fw),
+            Timer::StatusRetry(fw, task) => self.retry_status(&fw, &task),
+            Timer::OfferTimeout(offer) => self.offer_timed_out(&offer),
+            Timer::AllocationTick => {
+                self.core.offers(vec![OfferChange::Allocate]);
+                let tick = self.settings.allocation_interval;
+                self.after(tick, Timer::AllocationTick);
+            }
+        }
+    }
+
+    fn core_update(&mut self, update: CoreUpdate) {
+        match update {
+            CoreUpdate::Allocation(response, received) => {
+                self.allocation_response(response, received)
+            }
+            CoreUpdate::Application(response) => self.application_response(response),
+            CoreUpdate::Node(response) => {
+                for r in response.rejected {
+                    tracing::warn!(agent = %r.node_id, reason = %r.reason, "the core refused an agent");
+                }
+            }
+        }
+    }
+
+    /// Stops: agents kill their tasks.
+    fn shutdown(&mut self) {
+        for agent in self.agents.values() {
+            agent.backend.stop();
+        }
+    }
+}

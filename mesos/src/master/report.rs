@@ -1,0 +1,491 @@
+//! What the master shows: `/state` (Mesos' master state JSON) and
+//! `/metrics/snapshot` (Mesos' metric names), built on the master thread
+//! from its state between two inputs.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value, json};
+use tokio::sync::oneshot;
+
+use super::framework::Framework;
+use super::state::{Master, seconds};
+use super::tasks::{is_terminal, state_name};
+use crate::resources::Resources;
+use crate::v1;
+
+/// A question for the master thread.
+pub enum Query {
+    /// `/state`.
+    State(oneshot::Sender<Value>),
+    /// `/metrics/snapshot`.
+    Metrics(oneshot::Sender<BTreeMap<String, f64>>),
+}
+
+/// Resources as Mesos' JSON models them: scalars as numbers (cpus, gpus,
+/// mem and disk always present), ranges as `"[a-b, c-d]"`, sets as `"{a, b}"`.
+pub fn resources_json(resources: &Resources) -> Value {
+    let mut out = Map::new();
+    for name in ["cpus", "gpus", "mem", "disk"] {
+        out.insert(name.to_string(), json!(0.0));
+    }
+    let mut ranges: BTreeMap<String, Vec<(u64, u64)>> = BTreeMap::new();
+    let mut sets: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut scalars: BTreeMap<String, f64> = BTreeMap::new();
+    for r in resources.iter() {
+        match r.r#type() {
+            v1::value::Type::Scalar => {
+                *scalars.entry(r.name.clone()).or_default() +=
+                    r.scalar.as_ref().map_or(0.0, |s| s.value);
+            }
+            v1::value::Type::Ranges => ranges.entry(r.name.clone()).or_default().extend(
+                r.ranges
+                    .iter()
+                    .flat_map(|rs| rs.range.iter().map(|x| (x.begin, x.end))),
+            ),
+            v1::value::Type::Set => sets
+                .entry(r.name.clone())
+                .or_default()
+                .extend(r.set.iter().flat_map(|s| s.item.iter().cloned())),
+            v1::value::Type::Text => {}
+        }
+    }
+    for (name, v) in scalars {
+        out.insert(name, json!((v * 1000.0).round() / 1000.0));
+    }
+    for (name, mut rs) in ranges {
+        rs.sort_unstable();
+        let text: Vec<String> = rs.iter().map(|(b, e)| format!("{b}-{e}")).collect();
+        out.insert(name, json!(format!("[{}]", text.join(", "))));
+    }
+    for (name, items) in sets {
+        out.insert(name, json!(format!("{{{}}}", items.join(", "))));
+    }
+    Value::Object(out)
+}
+
+fn status_json(s: &v1::TaskStatus) -> Value {
+    let mut v = json!({
+        "state": state_name(s.state()),
+        "timestamp": s.timestamp.unwrap_or(0.0),
+    });
+    if let Some(h) = s.healthy {
+        v["healthy"] = json!(h);
+    }
+    if let Some(labels) = &s.labels {
+        v["labels"] = crate::codec::to_json_value(labels);
+    }
+    if let Some(c) = &s.container_status {
+        v["container_status"] = crate::codec::to_json_value(c);
+    }
+    v
+}
+
+fn task_json(t: &v1::Task, role: &str) -> Value {
+    let mut v = json!({
+        "id": t.task_id.value,
+        "name": t.name,
+        "framework_id": t.framework_id.value,
+        "executor_id": t.executor_id.as_ref().map(|e| e.value.clone()).unwrap_or_default(),
+        "slave_id": t.agent_id.value,
+        "state": state_name(t.state()),
+        "resources": resources_json(&Resources::from_vec(t.resources.clone())),
+        "role": role,
+        "statuses": t.statuses.iter().map(status_json).collect::<Vec<_>>(),
+    });
+    if let Some(l) = &t.labels {
+        v["labels"] = crate::codec::to_json_value(l);
+    }
+    if let Some(d) = &t.discovery {
+        v["discovery"] = crate::codec::to_json_value(d);
+    }
+    if let Some(c) = &t.container {
+        v["container"] = crate::codec::to_json_value(c);
+    }
+    if let Some(h) = &t.health_check {
+        v["health_check"] = crate::codec::to_json_value(h);
+    }
+    v
+}
+
+impl Master {
+    pub(super) fn answer(&mut self, query: Query) {
+        match query {
+            Query::State(reply) => {
+                let _ = reply.send(self.state_json());
+            }
+            Query::Metrics(reply) => {
+                let _ = reply.send(self.metrics());
+            }
+        }
+    }
+
+    fn framework_json(&self, f: &Framework, active: bool) -> Value {
+        let mut used = Resources::default();
+        let mut tasks = Vec::new();
+        for id in &f.tasks {
+            if let Some(t) = self.tasks.get(&(f.id.clone(), id.clone())) {
+                if t.allocation.is_some() {
+                    used.add(&t.resources);
+                }
+                tasks.push(task_json(&self.task_record(t), &t.role));
+            }
+        }
+        let mut offered = Resources::default();
+        let offers: Vec<Value> = f
+            .offers
+            .iter()
+            .filter_map(|id| self.offers.get(id))
+            .map(|o| {
+                offered.add(&o.resources);
+                json!({
+                    "id": o.id,
+                    "framework_id": o.framework,
+                    "allocation_info": {"role": o.role},
+                    "slave_id": o.agent,
+                    "resources": resources_json(&o.resources),
+                })
+            })
+            .collect();
+        let mut all = used.clone();
+        all.add(&offered);
+        let role_of = |t: &v1::Task| {
+            t.resources
+                .first()
+                .and_then(|r| r.allocation_info.as_ref())
+                .and_then(|a| a.role.clone())
+                .unwrap_or_else(|| f.roles.first().cloned().unwrap_or_default())
+        };
+        let completed: Vec<Value> = f
+            .completed_tasks
+            .iter()
+            .map(|t| task_json(t, &role_of(t)))
+            .collect();
+        let executors: Vec<Value> = self
+            .agents
+            .values()
+            .flat_map(|a| {
+                a.executors
+                    .iter()
+                    .filter(|((fw, _), _)| *fw == f.id)
+                    .map(|(_, e)| {
+                        let mut v = json!({
+                            "executor_id": e.executor_id.value,
+                            "name": e.name.clone().unwrap_or_default(),
+                            "framework_id": f.id,
+                            "resources": resources_json(&Resources::from_vec(e.resources.clone())),
+                            "slave_id": a.id,
+                        });
+                        if let Some(c) = &e.command {
+                            v["command"] = crate::codec::to_json_value(c);
+                        }
+                        v
+                    })
+            })
+            .collect();
+        let multi_role = super::framework::has_capability(
+            &f.info,
+            v1::framework_info::capability::Type::MultiRole,
+        );
+        let mut v = json!({
+            "id": f.id,
+            "name": f.info.name,
+            "used_resources": resources_json(&used),
+            "offered_resources": resources_json(&offered),
+            "capabilities": f.info.capabilities.iter().map(|c| c.r#type().as_str_name()).collect::<Vec<_>>(),
+            "hostname": f.info.hostname.clone().unwrap_or_default(),
+            "webui_url": f.info.webui_url.clone().unwrap_or_default(),
+            "active": active && f.connected(),
+            "connected": f.connected(),
+            "recovered": false,
+            "user": f.info.user,
+            "failover_timeout": f.info.failover_timeout.unwrap_or(0.0),
+            "checkpoint": f.info.checkpoint.unwrap_or(false),
+            "registered_time": seconds(f.registered_time),
+            "unregistered_time": f.unregistered_time.map_or(0.0, seconds),
+            "resources": resources_json(&all),
+            "tasks": tasks,
+            "unreachable_tasks": [],
+            "completed_tasks": completed,
+            "offers": offers,
+            "executors": executors,
+        });
+        if multi_role {
+            v["roles"] = json!(f.info.roles);
+        } else {
+            v["role"] = json!(super::framework::legacy_role(&f.info).unwrap_or("*"));
+        }
+        if let Some(p) = &f.info.principal {
+            v["principal"] = json!(p);
+        }
+        if let Some(t) = f.reregistered_time {
+            v["reregistered_time"] = json!(seconds(t));
+        }
+        if let Some(l) = &f.info.labels {
+            v["labels"] = crate::codec::to_json_value(l);
+        }
+        v
+    }
+
+    /// The master state as Mesos' `/state` answers it.
+    pub fn state_json(&self) -> Value {
+        let slaves: Vec<Value> = self
+            .agents
+            .values()
+            .map(|a| {
+                json!({
+                    "id": a.id,
+                    "hostname": a.info.hostname,
+                    "port": a.info.port.unwrap_or(5051),
+                    "attributes": attributes_json(&a.info.attributes),
+                    "pid": format!("slave({})@127.0.0.1:5051", a.id),
+                    "registered_time": seconds(a.registered_time),
+                    "resources": resources_json(&a.total),
+                    "used_resources": resources_json(&a.used),
+                    "offered_resources": resources_json(&a.offered),
+                    "reserved_resources": {},
+                    "unreserved_resources": resources_json(&a.total),
+                    "active": true,
+                    "deactivated": false,
+                    "version": crate::MESOS_VERSION,
+                    "capabilities": ["MULTI_ROLE", "HIERARCHICAL_ROLE", "RESERVATION_REFINEMENT", "TASK_KILLING_STATE"],
+                })
+            })
+            .collect();
+        let frameworks: Vec<Value> = self
+            .frameworks
+            .values()
+            .map(|f| self.framework_json(f, true))
+            .collect();
+        let completed: Vec<Value> = self
+            .completed_frameworks
+            .iter()
+            .map(|f| self.framework_json(f, false))
+            .collect();
+        let pid = self.info.pid.clone().unwrap_or_default();
+        json!({
+            "version": crate::MESOS_VERSION,
+            "build_date": "",
+            "build_time": 0,
+            "build_user": "",
+            "start_time": seconds(self.start_time),
+            "elected_time": seconds(self.start_time),
+            "id": self.info.id,
+            "pid": pid,
+            "hostname": self.info.hostname.clone().unwrap_or_default(),
+            "capabilities": ["AGENT_UPDATE", "AGENT_DRAINING", "QUOTA_V2"],
+            "activated_slaves": self.agents.len(),
+            "deactivated_slaves": 0,
+            "unreachable_slaves": 0,
+            "leader": pid,
+            "leader_info": crate::codec::to_json_value(&self.info),
+            "flags": {
+                "allocation_interval": format!("{}secs", self.settings.allocation_interval.as_secs_f64()),
+                "min_allocatable_resources": self.settings.min_allocatable.iter().map(|r| r.to_string()).collect::<Vec<_>>().join("|"),
+                "offer_timeout": self.settings.offer_timeout.map(|t| format!("{}secs", t.as_secs_f64())).unwrap_or_default(),
+                "port": self.settings.port.to_string(),
+                "hostname": self.settings.hostname,
+            },
+            "slaves": slaves,
+            "recovered_slaves": [],
+            "frameworks": frameworks,
+            "completed_frameworks": completed,
+            "orphan_tasks": [],
+            "unregistered_frameworks": [],
+        })
+    }
+
+    /// Metrics under Mesos' names.
+    pub fn metrics(&self) -> BTreeMap<String, f64> {
+        let mut m = BTreeMap::new();
+        let mut put = |k: &str, v: f64| {
+            m.insert(k.to_string(), v);
+        };
+        let now = self.now();
+        put(
+            "master/uptime_secs",
+            seconds(now.saturating_sub(self.start_time)),
+        );
+        put("master/elected", 1.0);
+        let connected = self.frameworks.values().filter(|f| f.connected()).count() as f64;
+        let total = self.frameworks.len() as f64;
+        put("master/frameworks_active", connected);
+        put("master/frameworks_inactive", total - connected);
+        put("master/frameworks_connected", connected);
+        put("master/frameworks_disconnected", total - connected);
+        put("master/slaves_active", self.agents.len() as f64);
+        put("master/slaves_inactive", 0.0);
+        put("master/slaves_connected", self.agents.len() as f64);
+        put("master/slaves_disconnected", 0.0);
+        put("master/slave_registrations", self.agents.len() as f64);
+        put("master/outstanding_offers", self.offers.len() as f64);
+        let mut by_state: BTreeMap<&str, f64> = BTreeMap::new();
+        for t in self.tasks.values() {
+            if !is_terminal(t.state) {
+                *by_state.entry(state_name(t.state)).or_default() += 1.0;
+            }
+        }
+        for s in [
+            "TASK_STAGING",
+            "TASK_STARTING",
+            "TASK_RUNNING",
+            "TASK_KILLING",
+            "TASK_UNREACHABLE",
+        ] {
+            let key = format!(
+                "master/tasks_{}",
+                s.trim_start_matches("TASK_").to_lowercase()
+            );
+            put(&key, by_state.get(s).copied().unwrap_or(0.0));
+        }
+        for s in [
+            "TASK_FINISHED",
+            "TASK_FAILED",
+            "TASK_KILLED",
+            "TASK_ERROR",
+            "TASK_LOST",
+            "TASK_DROPPED",
+            "TASK_GONE",
+            "TASK_GONE_BY_OPERATOR",
+        ] {
+            let key = format!(
+                "master/tasks_{}",
+                s.trim_start_matches("TASK_").to_lowercase()
+            );
+            put(
+                &key,
+                self.counters.tasks_terminal.get(s).copied().unwrap_or(0) as f64,
+            );
+        }
+        let mut totals = Resources::default();
+        let mut used = Resources::default();
+        let mut offered = Resources::default();
+        for a in self.agents.values() {
+            totals.add(&a.total);
+            used.add(&a.used);
+            offered.add(&a.offered);
+        }
+        for name in ["cpus", "mem", "disk", "gpus"] {
+            let t = totals.scalar(name);
+            let u = used.scalar(name) + offered.scalar(name);
+            put(&format!("master/{name}_total"), t);
+            put(&format!("master/{name}_used"), u);
+            put(
+                &format!("master/{name}_percent"),
+                if t > 0.0 { u / t } else { 0.0 },
+            );
+        }
+        put(
+            "master/messages_decline_offers",
+            self.counters.offers_declined as f64,
+        );
+        put(
+            "master/messages_launch_tasks",
+            self.counters.offers_accepted as f64,
+        );
+        put("master/offers_sent", self.counters.offers_sent as f64);
+        put(
+            "master/offers_declined",
+            self.counters.offers_declined as f64,
+        );
+        put(
+            "master/offers_accepted",
+            self.counters.offers_accepted as f64,
+        );
+        put(
+            "master/offers_rescinded",
+            self.counters.offers_rescinded as f64,
+        );
+        put(
+            "master/offers_timed_out",
+            self.counters.offers_timed_out as f64,
+        );
+        put(
+            "master/valid_status_updates",
+            self.counters.valid_status_updates as f64,
+        );
+        put(
+            "master/valid_status_update_acknowledgements",
+            self.counters.valid_acknowledgements as f64,
+        );
+        put(
+            "master/invalid_status_update_acknowledgements",
+            self.counters.invalid_acknowledgements as f64,
+        );
+        put(
+            "master/dropped_messages",
+            self.counters.dropped_events as f64,
+        );
+        put(
+            "master/frameworks_removed",
+            self.counters.frameworks_removed as f64,
+        );
+        put(
+            "master/invalid_scheduler_calls",
+            self.counters.invalid_calls as f64,
+        );
+        let mut calls = 0;
+        for (kind, n) in &self.counters.calls {
+            calls += n;
+            put(
+                &format!("master/messages_scheduler_{}", kind.to_lowercase()),
+                *n as f64,
+            );
+        }
+        put("master/valid_scheduler_calls", calls as f64);
+        put("master/event_queue_messages", 0.0);
+        put(
+            "allocator/mesos/allocation_runs",
+            self.counters.allocation_runs as f64,
+        );
+        let mut runs: Vec<f64> = self.counters.allocation_run_ms.iter().copied().collect();
+        runs.sort_by(f64::total_cmp);
+        if let Some(&last) = self.counters.allocation_run_ms.back() {
+            put("allocator/mesos/allocation_run_ms", last);
+        }
+        if !runs.is_empty() {
+            let pct = |p: f64| runs[((runs.len() - 1) as f64 * p).round() as usize];
+            put("allocator/mesos/allocation_run_ms/count", runs.len() as f64);
+            put("allocator/mesos/allocation_run_ms/min", runs[0]);
+            put(
+                "allocator/mesos/allocation_run_ms/max",
+                runs[runs.len() - 1],
+            );
+            put("allocator/mesos/allocation_run_ms/p50", pct(0.5));
+            put("allocator/mesos/allocation_run_ms/p90", pct(0.9));
+            put("allocator/mesos/allocation_run_ms/p99", pct(0.99));
+        }
+        m
+    }
+}
+
+fn attributes_json(attributes: &[v1::Attribute]) -> Value {
+    let mut out = Map::new();
+    for a in attributes {
+        let v = match a.r#type() {
+            v1::value::Type::Scalar => json!(a.scalar.as_ref().map_or(0.0, |s| s.value)),
+            v1::value::Type::Text => {
+                json!(a.text.as_ref().map(|t| t.value.clone()).unwrap_or_default())
+            }
+            v1::value::Type::Ranges => json!(
+                a.ranges
+                    .as_ref()
+                    .map(|r| r
+                        .range
+                        .iter()
+                        .map(|x| format!("{}-{}", x.begin, x.end))
+                        .collect::<Vec<_>>()
+                        .join(", "))
+                    .map(|s| format!("[{s}]"))
+                    .unwrap_or_default()
+            ),
+            v1::value::Type::Set => json!(
+                a.set
+                    .as_ref()
+                    .map(|s| format!("{{{}}}", s.item.join(", ")))
+                    .unwrap_or_default()
+            ),
+        };
+        out.insert(a.name.clone(), v);
+    }
+    Value::Object(out)
+}

@@ -1,0 +1,498 @@
+//! The master's state and the small helpers every handler uses: ids, timers,
+//! events to frameworks, and requests to the core.
+//!
+//! Everything here is owned by the master thread (`mod.rs`); nothing is
+//! shared or locked. Handlers live in their own files by role:
+//! `subscribe.rs` (frameworks come and go), `offers.rs` (leases become
+//! offers; decline, revive, suppress), `accept.rs` (ACCEPT), `tasks.rs`
+//! (status updates, kill, acknowledge, reconcile), `agents.rs`, `report.rs`.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+
+use unisched_core::Scheduler;
+use unisched_core::clock::Clock;
+use unisched_core::scheduler::offers::{OfferChange, OfferRequest};
+use unisched_shim_api::SchedulerApi;
+use unisched_si as si;
+
+use super::Settings;
+use super::framework::Framework;
+use super::status::StatusStream;
+use crate::agent::AgentBackend;
+use crate::resources::Resources;
+use crate::v1;
+use crate::v1::scheduler::Event;
+
+/// An agent (a node of the core).
+pub struct Agent {
+    /// Its id.
+    pub id: String,
+    /// What it registered with (id, hostname, resources, attributes).
+    pub info: v1::AgentInfo,
+    /// Its total resources.
+    pub total: Resources,
+    /// Used by something other than this master's tasks (never offered).
+    pub occupied: Resources,
+    /// Held by tasks (and their executors).
+    pub used: Resources,
+    /// Held by outstanding offers.
+    pub offered: Resources,
+    /// Tasks on it: (framework id, task id).
+    pub tasks: std::collections::BTreeSet<(String, String)>,
+    /// Executors launched on it: (framework id, executor id) → their info.
+    pub executors: BTreeMap<(String, String), v1::ExecutorInfo>,
+    /// Where its tasks run.
+    pub backend: Arc<dyn AgentBackend>,
+    /// Clock time (ns) of registration.
+    pub registered_time: u64,
+}
+
+impl Agent {
+    /// What is neither used nor offered.
+    pub fn available(&self) -> Resources {
+        let mut free = self.total.clone();
+        free.subtract(&self.occupied);
+        free.subtract(&self.used);
+        free.subtract(&self.offered);
+        free
+    }
+}
+
+/// An outstanding offer: a lease of the core shown to a framework.
+#[derive(Debug, Clone)]
+pub struct Offer {
+    /// Offer id.
+    pub id: String,
+    /// The framework it was made to.
+    pub framework: String,
+    /// The role it was allocated to.
+    pub role: String,
+    /// The agent.
+    pub agent: String,
+    /// The core allocation (lease) behind it.
+    pub lease: String,
+    /// What it offers.
+    pub resources: Resources,
+    /// Clock time (ns) it was made.
+    pub created: u64,
+}
+
+/// A task the master knows.
+pub struct Task {
+    /// Framework id.
+    pub framework: String,
+    /// Agent id.
+    pub agent: String,
+    /// The role its resources were allocated to.
+    pub role: String,
+    /// What the framework launched (resources included).
+    pub info: v1::TaskInfo,
+    /// The executor it runs under, if not a command task.
+    pub executor: Option<v1::ExecutorInfo>,
+    /// Latest state reported by the agent.
+    pub state: v1::TaskState,
+    /// Status history (latest last), as `/state` shows it.
+    pub statuses: Vec<v1::TaskStatus>,
+    /// Updates on their way to the framework.
+    pub stream: StatusStream,
+    /// Resources it holds on its agent (task and, for the first task of an
+    /// executor, the executor's); given back at the terminal update.
+    pub resources: Resources,
+    /// The core allocation holding those resources, until they are given back.
+    pub allocation: Option<String>,
+}
+
+/// A timer of the master thread.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Timer {
+    /// Send a heartbeat on the stream of this generation.
+    Heartbeat(String, u64),
+    /// A disconnected framework's failover timeout may be over.
+    Failover(String),
+    /// A task's update in flight may be due for a retry.
+    StatusRetry(String, String),
+    /// An offer may have timed out.
+    OfferTimeout(String),
+    /// The allocation interval.
+    AllocationTick,
+}
+
+/// Requests to the core, kept in order and merged when consecutive requests
+/// are of one kind, then sent together at the end of each batch of inputs.
+#[derive(Debug)]
+pub enum CoreRequest {
+    /// Applications added and removed.
+    Apps(si::ApplicationRequest),
+    /// Node changes.
+    Nodes(si::NodeRequest),
+    /// Offer demand and filters.
+    Offers(Vec<OfferChange>),
+    /// Task allocations and releases.
+    Allocations(si::AllocationRequest),
+}
+
+/// The master's handle on the core.
+pub struct CoreLink {
+    /// The core.
+    pub scheduler: Scheduler,
+    /// Our RM id.
+    pub rm_id: String,
+    /// Our partition (plain name).
+    pub partition: String,
+    /// Requests not sent yet.
+    pub outbox: Vec<CoreRequest>,
+}
+
+impl CoreLink {
+    fn push(&mut self, request: CoreRequest) {
+        use CoreRequest::*;
+        match (self.outbox.last_mut(), request) {
+            (Some(Apps(a)), Apps(b)) => {
+                a.new.extend(b.new);
+                a.remove.extend(b.remove);
+            }
+            (Some(Nodes(a)), Nodes(b)) => a.nodes.extend(b.nodes),
+            (Some(Offers(a)), Offers(b)) => a.extend(b),
+            (Some(Allocations(a)), Allocations(b)) => {
+                a.allocations.extend(b.allocations);
+                let (ra, rb) = (
+                    a.releases.get_or_insert_with(Default::default),
+                    b.releases.unwrap_or_default(),
+                );
+                ra.allocations_to_release.extend(rb.allocations_to_release);
+                ra.allocation_asks_to_release
+                    .extend(rb.allocation_asks_to_release);
+            }
+            (_, request) => self.outbox.push(request),
+        }
+    }
+
+    /// Queues offer changes.
+    pub fn offers(&mut self, changes: Vec<OfferChange>) {
+        self.push(CoreRequest::Offers(changes));
+    }
+
+    /// Queues an application to add for a framework role.
+    pub fn add_app(&mut self, app: String, queue: String, user: String) {
+        let partition_name = self.partition.clone();
+        self.push(CoreRequest::Apps(si::ApplicationRequest {
+            new: vec![si::AddApplicationRequest {
+                application_id: app,
+                queue_name: queue,
+                partition_name,
+                ugi: Some(si::UserGroupInformation {
+                    user,
+                    groups: Vec::new(),
+                }),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }));
+    }
+
+    /// Queues removal of an application (its leases and tasks go with it).
+    pub fn remove_app(&mut self, app: String) {
+        let partition_name = self.partition.clone();
+        self.push(CoreRequest::Apps(si::ApplicationRequest {
+            remove: vec![si::RemoveApplicationRequest {
+                application_id: app,
+                partition_name,
+            }],
+            ..Default::default()
+        }));
+    }
+
+    /// Queues a node change.
+    pub fn node(&mut self, node: si::NodeInfo) {
+        self.push(CoreRequest::Nodes(si::NodeRequest {
+            nodes: vec![node],
+            rm_id: String::new(),
+        }));
+    }
+
+    /// Queues the release of an allocation (lease or task).
+    pub fn release(&mut self, app: String, allocation_id: String) {
+        let partition_name = self.partition.clone();
+        self.push(CoreRequest::Allocations(si::AllocationRequest {
+            releases: Some(si::AllocationReleasesRequest {
+                allocations_to_release: vec![si::AllocationRelease {
+                    partition_name,
+                    application_id: app,
+                    allocation_id,
+                    termination_type: si::TerminationType::StoppedByRm as i32,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }),
+            ..Default::default()
+        }));
+    }
+
+    /// Queues a task allocation on a node, taken from leases released in the
+    /// same request.
+    pub fn allocate(&mut self, app: String, id: String, node: String, resource: si::Resource) {
+        let partition_name = self.partition.clone();
+        self.push(CoreRequest::Allocations(si::AllocationRequest {
+            allocations: vec![si::Allocation {
+                allocation_key: id.clone(),
+                allocation_id: id,
+                application_id: app,
+                partition_name,
+                node_id: node,
+                resource_per_alloc: Some(resource),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }));
+    }
+
+    /// Sends what is queued, in order.
+    pub fn flush(&mut self) {
+        for request in std::mem::take(&mut self.outbox) {
+            let rm_id = self.rm_id.clone();
+            let sent = match request {
+                CoreRequest::Apps(r) => self
+                    .scheduler
+                    .update_application(si::ApplicationRequest { rm_id, ..r }),
+                CoreRequest::Nodes(r) => self.scheduler.update_node(si::NodeRequest { rm_id, ..r }),
+                CoreRequest::Offers(changes) => self.scheduler.update_offers(OfferRequest {
+                    rm_id,
+                    partition_name: self.partition.clone(),
+                    changes,
+                }),
+                CoreRequest::Allocations(r) => self
+                    .scheduler
+                    .update_allocation(si::AllocationRequest { rm_id, ..r }),
+            };
+            if let Err(e) = sent {
+                tracing::error!(error = %e, "the core refused a request of the Mesos front end");
+            }
+        }
+    }
+}
+
+/// Counters of the master (Mesos' metric names, see `report.rs`).
+#[derive(Debug, Default, Clone)]
+pub struct Counters {
+    /// Calls received by type name.
+    pub calls: BTreeMap<&'static str, u64>,
+    /// Calls refused as invalid.
+    pub invalid_calls: u64,
+    /// Offers made.
+    pub offers_sent: u64,
+    /// Offers declined.
+    pub offers_declined: u64,
+    /// Offers accepted.
+    pub offers_accepted: u64,
+    /// Offers rescinded.
+    pub offers_rescinded: u64,
+    /// Offers that timed out.
+    pub offers_timed_out: u64,
+    /// Tasks that reached each terminal state, by state name.
+    pub tasks_terminal: BTreeMap<&'static str, u64>,
+    /// Status updates from agents.
+    pub valid_status_updates: u64,
+    /// Acknowledgements that matched an update in flight.
+    pub valid_acknowledgements: u64,
+    /// Acknowledgements that matched nothing.
+    pub invalid_acknowledgements: u64,
+    /// Events dropped because a stream could not keep up.
+    pub dropped_events: u64,
+    /// Frameworks removed.
+    pub frameworks_removed: u64,
+    /// Allocation runs (callbacks of the core carrying offers).
+    pub allocation_runs: u64,
+    /// Duration of recent allocation runs (core pass plus offer building), ms.
+    pub allocation_run_ms: VecDeque<f64>,
+}
+
+/// How many allocation run timings are kept for percentiles.
+pub const RUN_TIMINGS_KEPT: usize = 1000;
+
+/// How many removed frameworks `/state` keeps.
+pub const COMPLETED_FRAMEWORKS_KEPT: usize = 50;
+/// How many ended tasks per framework `/state` keeps.
+pub const COMPLETED_TASKS_KEPT: usize = 1000;
+
+/// The master.
+pub struct Master {
+    /// Settings.
+    pub settings: Settings,
+    /// The clock (the core's).
+    pub clock: Arc<dyn Clock>,
+    /// The core.
+    pub core: CoreLink,
+    /// What SUBSCRIBED events carry.
+    pub info: v1::MasterInfo,
+    /// Frameworks by id (removed ones move to `completed_frameworks`).
+    pub frameworks: BTreeMap<String, Framework>,
+    /// Removed frameworks, newest last.
+    pub completed_frameworks: VecDeque<Framework>,
+    /// Agents by id.
+    pub agents: BTreeMap<String, Agent>,
+    /// Outstanding offers by id.
+    pub offers: HashMap<String, Offer>,
+    /// Offer id by lease (core allocation id).
+    pub offer_by_lease: HashMap<String, String>,
+    /// Tasks by (framework id, task id).
+    pub tasks: HashMap<(String, String), Task>,
+    /// (framework, role) by core application id.
+    pub apps: HashMap<String, (String, String)>,
+    /// Timers: (clock time, timer).
+    pub timers: BinaryHeap<Reverse<(u64, Timer)>>,
+    /// Counters.
+    pub counters: Counters,
+    /// Streams that failed a send (full or closed), to disconnect after the
+    /// current input: (framework id, stream generation).
+    pub broken_streams: Vec<(String, u64)>,
+    /// Clock time (ns) the master started.
+    pub start_time: u64,
+    next_framework: u64,
+    next_offer: u64,
+    next_agent: u64,
+    next_generation: u64,
+}
+
+impl Master {
+    /// A master with no frameworks or agents.
+    pub fn new(
+        settings: Settings,
+        clock: Arc<dyn Clock>,
+        core: CoreLink,
+        info: v1::MasterInfo,
+    ) -> Self {
+        let start_time = clock.now_nanos();
+        let mut m = Self {
+            settings,
+            clock,
+            core,
+            info,
+            frameworks: BTreeMap::new(),
+            completed_frameworks: VecDeque::new(),
+            agents: BTreeMap::new(),
+            offers: HashMap::new(),
+            offer_by_lease: HashMap::new(),
+            tasks: HashMap::new(),
+            apps: HashMap::new(),
+            timers: BinaryHeap::new(),
+            counters: Counters::default(),
+            broken_streams: Vec::new(),
+            start_time,
+            next_framework: 0,
+            next_offer: 0,
+            next_agent: 0,
+            next_generation: 0,
+        };
+        let tick = m.settings.allocation_interval;
+        m.after(tick, Timer::AllocationTick);
+        m
+    }
+
+    /// Clock time in ns.
+    pub fn now(&self) -> u64 {
+        self.clock.now_nanos()
+    }
+
+    /// Arms a timer `delay` from now.
+    pub fn after(&mut self, delay: Duration, timer: Timer) {
+        let at = self
+            .now()
+            .saturating_add(u64::try_from(delay.as_nanos()).unwrap_or(u64::MAX));
+        self.at(at, timer);
+    }
+
+    /// Arms a timer at clock time `at`.
+    pub fn at(&mut self, at: u64, timer: Timer) {
+        self.timers.push(Reverse((at, timer)));
+    }
+
+    /// The earliest timer.
+    pub fn next_timer(&self) -> Option<u64> {
+        self.timers.peek().map(|r| r.0.0)
+    }
+
+    /// Takes the timers due at `now`.
+    pub fn due_timers(&mut self, now: u64) -> Vec<Timer> {
+        let mut due = Vec::new();
+        while let Some(Reverse((at, _))) = self.timers.peek() {
+            if *at > now {
+                break;
+            }
+            if let Some(Reverse((_, t))) = self.timers.pop() {
+                due.push(t);
+            }
+        }
+        due
+    }
+
+    /// A new framework id: `<master id>-<number>`, as Mesos writes them.
+    pub fn new_framework_id(&mut self) -> String {
+        let n = self.next_framework;
+        self.next_framework += 1;
+        format!("{}-{n:04}", self.info.id)
+    }
+
+    /// A new offer id.
+    pub fn new_offer_id(&mut self) -> String {
+        let n = self.next_offer;
+        self.next_offer += 1;
+        format!("{}-O{n}", self.info.id)
+    }
+
+    /// A new agent id.
+    pub fn new_agent_id(&mut self) -> String {
+        let n = self.next_agent;
+        self.next_agent += 1;
+        format!("{}-S{n}", self.info.id)
+    }
+
+    /// A new stream generation.
+    pub fn new_generation(&mut self) -> u64 {
+        self.next_generation += 1;
+        self.next_generation
+    }
+
+    /// Sends an event to a framework's open stream. A stream that cannot
+    /// take it (its reader is too slow, or gone) is closed after the current
+    /// input: the framework is then disconnected.
+    pub fn send(&mut self, framework: &str, event: Event) {
+        let Some(f) = self.frameworks.get(framework) else {
+            return;
+        };
+        let Some(stream) = &f.stream else {
+            return;
+        };
+        if stream.sink.try_send(event).is_err() {
+            self.counters.dropped_events += 1;
+            self.broken_streams
+                .push((framework.to_string(), stream.generation));
+        }
+    }
+
+    /// A status update event.
+    pub fn update_event(status: v1::TaskStatus) -> Event {
+        Event {
+            r#type: Some(v1::scheduler::event::Type::Update as i32),
+            update: Some(v1::scheduler::event::Update { status }),
+            ..Default::default()
+        }
+    }
+
+    /// Counts a call of `kind`.
+    pub fn count_call(&mut self, kind: &'static str) {
+        *self.counters.calls.entry(kind).or_default() += 1;
+    }
+}
+
+/// A timestamp in Mesos' form: seconds since the epoch as a double.
+pub fn seconds(nanos: u64) -> f64 {
+    nanos as f64 / 1e9
+}
+
+/// A fresh random UUID's 16 bytes.
+pub fn new_uuid() -> Vec<u8> {
+    uuid::Uuid::new_v4().as_bytes().to_vec()
+}

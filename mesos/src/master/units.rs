@@ -1,0 +1,233 @@
+//! How Mesos names map onto the core: roles onto queue paths, scalar
+//! resources onto the core's integer quantities, and the ids the master
+//! gives applications and allocations.
+//!
+//! Scalars: `cpus` become the core's `vcore` in thousandths (Mesos keeps three
+//! decimals, so this is exact), `mem` and `disk` become `memory` and `disk` in
+//! bytes (a MB is 2^20 bytes; a fraction of a byte is rounded), and every
+//! other scalar keeps its name, in thousandths. Ranges and sets (ports) stay
+//! with the master: the core decides who gets an agent by its scalars, and an
+//! offer carries the agent's free ranges and sets with them.
+
+use unisched_si as si;
+
+use crate::v1;
+
+/// Bytes in a Mesos megabyte.
+const MB: f64 = 1_048_576.0;
+
+/// The core's name and scale for a Mesos scalar resource name.
+fn core_unit(name: &str) -> (&str, f64) {
+    match name {
+        "cpus" => ("vcore", 1000.0),
+        "mem" => ("memory", MB),
+        "disk" => ("disk", MB),
+        other => (other, 1000.0),
+    }
+}
+
+/// The Mesos name and scale of a core resource name (the inverse of
+/// [`core_unit`]).
+fn mesos_unit(core_name: &str) -> (&str, f64) {
+    match core_name {
+        "vcore" => ("cpus", 1000.0),
+        "memory" => ("mem", MB),
+        "disk" => ("disk", MB),
+        other => (other, 1000.0),
+    }
+}
+
+/// A Mesos scalar value in core units.
+pub fn scalar_to_core(name: &str, value: f64) -> (String, i64) {
+    let (core, scale) = core_unit(name);
+    (core.to_string(), (value * scale).round() as i64)
+}
+
+/// A core quantity as a Mesos scalar (three decimals, as Mesos keeps them).
+pub fn scalar_from_core(core_name: &str, value: i64) -> (String, f64) {
+    let (name, scale) = mesos_unit(core_name);
+    let v = value as f64 / scale;
+    (name.to_string(), (v * 1000.0).round() / 1000.0)
+}
+
+/// The scalar part of Mesos resources as a core resource map (sums per name).
+pub fn to_core<'a>(resources: impl IntoIterator<Item = &'a v1::Resource>) -> si::Resource {
+    let mut sums: std::collections::BTreeMap<String, f64> = Default::default();
+    for r in resources {
+        if r.r#type() == v1::value::Type::Scalar
+            && let Some(s) = &r.scalar
+        {
+            *sums.entry(r.name.clone()).or_default() += s.value;
+        }
+    }
+    si::Resource {
+        resources: sums
+            .into_iter()
+            .map(|(name, v)| {
+                let (core, q) = scalar_to_core(&name, v);
+                (core, si::Quantity { value: q })
+            })
+            .filter(|(_, q)| q.value != 0)
+            .collect(),
+    }
+}
+
+/// Characters a role component keeps as they are in a queue name; the others
+/// are written `#XX` (hex of each UTF-8 byte), so the mapping is one to one.
+fn kept(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '_' | ':' | '-')
+}
+
+/// The queue name of the `*` role (any role name maps elsewhere: `@` is
+/// always escaped in role names).
+pub const STAR_QUEUE: &str = "@default@";
+
+/// The queue path of a role: `a/b` is `root.a.b`, `*` is `root.@default@`,
+/// characters a queue name cannot hold escaped. `Err` when a part would be
+/// longer than a queue name may be.
+pub fn role_queue(role: &str) -> Result<String, String> {
+    if role == "*" {
+        return Ok(format!("root.{STAR_QUEUE}"));
+    }
+    let mut path = String::from("root");
+    for part in role.split('/') {
+        let mut name = String::with_capacity(part.len());
+        for c in part.chars() {
+            if kept(c) {
+                name.push(c);
+            } else {
+                let mut buf = [0u8; 4];
+                for b in c.encode_utf8(&mut buf).bytes() {
+                    name.push_str(&format!("#{b:02X}"));
+                }
+            }
+        }
+        if name.chars().count() > unisched_core::config::names::MAX_QUEUE_NAME_LEN {
+            return Err(format!(
+                "role '{role}' cannot be mapped to a queue: its part '{part}' becomes '{name}', longer than {} characters",
+                unisched_core::config::names::MAX_QUEUE_NAME_LEN
+            ));
+        }
+        path.push('.');
+        path.push_str(&name);
+    }
+    Ok(path)
+}
+
+/// Checks a role name as Mesos does (`*`, or `/`-separated parts that are not
+/// empty, `.`, `..` or `*`, do not start with `-`, and hold no whitespace or
+/// backspace).
+pub fn validate_role(role: &str) -> Result<(), String> {
+    if role == "*" {
+        return Ok(());
+    }
+    if role.is_empty() {
+        return Err("Role names cannot be the empty string".to_string());
+    }
+    if role.starts_with('/') {
+        return Err(format!("Role '{role}' cannot start with a slash"));
+    }
+    if role.ends_with('/') {
+        return Err(format!("Role '{role}' cannot end with a slash"));
+    }
+    if role.contains("//") {
+        return Err(format!("Role '{role}' cannot contain two adjacent slashes"));
+    }
+    for part in role.split('/') {
+        match part {
+            "." | ".." | "*" => {
+                return Err(format!(
+                    "Role '{role}' cannot include '{part}' as a component"
+                ));
+            }
+            _ if part.starts_with('-') => {
+                return Err(format!(
+                    "Role component '{part}' is invalid because it starts with a dash"
+                ));
+            }
+            _ if part
+                .chars()
+                .any(|c| c.is_whitespace() || c == '\u{8}' || c == '\u{b}') =>
+            {
+                return Err(format!(
+                    "Role component '{part}' is invalid because it contains backspace or whitespace"
+                ));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The core application of a framework in one of its roles.
+pub fn app_id(framework: &str, role: &str) -> String {
+    format!("{framework}|{role}")
+}
+
+/// The core allocation id of a task (also its allocation key).
+pub fn task_allocation_id(framework: &str, task: &str) -> String {
+    format!("{framework}|task|{task}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roles_map_to_queue_paths_one_to_one() {
+        let cases = [
+            ("*", "root.@default@"),
+            ("web", "root.web"),
+            ("eng/web", "root.eng.web"),
+            ("a.b", "root.a#2Eb"),
+            ("@default@", "root.#40default#40"),
+            ("x#y", "root.x#23y"),
+            ("é", "root.#C3#A9"),
+        ];
+        for (role, queue) in cases {
+            assert_eq!(role_queue(role).unwrap(), queue, "{role}");
+        }
+        assert!(role_queue(&"x".repeat(65)).is_err());
+    }
+
+    #[test]
+    fn role_validation_follows_mesos() {
+        let cases = [
+            ("*", true),
+            ("a/b", true),
+            ("", false),
+            ("/a", false),
+            ("a/", false),
+            ("a//b", false),
+            ("a/./b", false),
+            ("a/../b", false),
+            ("a/*", false),
+            ("-a", false),
+            ("a b", false),
+            ("a.b", true),
+        ];
+        for (role, ok) in cases {
+            assert_eq!(validate_role(role).is_ok(), ok, "{role}");
+        }
+    }
+
+    #[test]
+    fn scalars_round_trip_through_core_units() {
+        for (name, v) in [
+            ("cpus", 0.01),
+            ("cpus", 2.5),
+            ("mem", 32.0),
+            ("disk", 4096.0),
+            ("gpus", 1.0),
+        ] {
+            let (core, q) = scalar_to_core(name, v);
+            let (back, w) = scalar_from_core(&core, q);
+            assert_eq!((back.as_str(), w), (name, v));
+        }
+        assert_eq!(scalar_to_core("cpus", 1.5), ("vcore".to_string(), 1500));
+        assert_eq!(
+            scalar_to_core("mem", 1.0),
+            ("memory".to_string(), 1_048_576)
+        );
+    }
+}

@@ -1,0 +1,419 @@
+//! Resources against Mesos' semantics: the agent resource text, arithmetic,
+//! containment with ranges, sets and reservations, role filters, whole-unit
+//! disks and shared volumes, and validation of framework input.
+
+use unisched_mesos::codec::{ContentType, decode};
+use unisched_mesos::resources::{self, ResourceError, Resources, validate_resource};
+use unisched_mesos::v1;
+
+fn parse(text: &str) -> Resources {
+    Resources::parse(text).unwrap_or_else(|e| panic!("{text}: {e}"))
+}
+
+/// A `Resource` from Mesos JSON.
+fn res(json: &str) -> v1::Resource {
+    decode(json.as_bytes(), ContentType::Json).unwrap_or_else(|e| panic!("{json}: {e}"))
+}
+
+#[test]
+fn parses_agent_text() {
+    let cases = [
+        (
+            "cpus:2;mem:1024;disk:4096;ports:[31000-32000]",
+            "cpus:2; mem:1024; disk:4096; ports:[31000-32000]",
+        ),
+        ("cpus(role):2;cpus:1", "cpus(role):2; cpus:1"),
+        ("cpus(a/b):2", "cpus(a/b):2"),
+        ("cpus(*):2", "cpus:2"),
+        ("cpus:1;cpus:0.5", "cpus:1.5"),
+        ("cpus:1.0005", "cpus:1.001"),
+        ("cpus:0.0001", "{}"),
+        ("cpus:0", "{}"),
+        ("", "{}"),
+        (";;cpus:1;", "cpus:1"),
+        (" cpus : 2 ; mem:1 ", "cpus:2; mem:1"),
+        ("ports:[1-2,3-5, 10-20]", "ports:[1-5, 10-20]"),
+        ("ports:[10-20];ports:[21-30]", "ports:[10-30]"),
+        ("disks:{a,b}", "disks:{a, b}"),
+        ("gpus:1e0", "gpus:1"),
+        (
+            r#"[{"name":"cpus","type":"SCALAR","scalar":{"value":2}},
+                {"name":"mem","type":"SCALAR","scalar":{"value":512},"role":"r"},
+                {"name":"ports","type":"RANGES","ranges":{"range":[{"begin":1,"end":3}]}}]"#,
+            "cpus:2; mem(r):512; ports:[1-3]",
+        ),
+    ];
+    for (text, expect) in cases {
+        assert_eq!(parse(text).to_string(), expect, "{text}");
+    }
+    assert_eq!(
+        Resources::parse_with_role("cpus:2;mem(b):1", "a")
+            .unwrap()
+            .to_string(),
+        "cpus(a):2; mem(b):1"
+    );
+    // The display text parses back.
+    let text = "cpus:1.5; cpus(r):2; ports:[1-5, 7-9]; disks:{x, y}";
+    assert_eq!(parse(&parse(text).to_string()).to_string(), text);
+}
+
+#[test]
+fn refuses_bad_agent_text() {
+    let cases = [
+        (
+            "cpus",
+            "Bad value for resources, missing or extra ':' in cpus",
+        ),
+        (
+            "cpus:1:2",
+            "Bad value for resources, missing or extra ':' in cpus:1:2",
+        ),
+        (
+            "cpus(r:1",
+            "Bad value for resources, mismatched parentheses in cpus(r:1",
+        ),
+        (
+            "cpus)r(:1",
+            "Bad value for resources, mismatched parentheses in cpus)r(:1",
+        ),
+        ("cpus:abc", "Bad type for resource cpus value abc type TEXT"),
+        ("cpus:-1", "Bad type for resource cpus value -1 type TEXT"),
+        ("cpus:inf", "Bad type for resource cpus value inf type TEXT"),
+        (
+            "cpus:1e-320",
+            "Failed to parse resource cpus value 1e-320 error Subnormal values not supported",
+        ),
+        (
+            "ports:[1-2",
+            "Failed to parse resource ports value [1-2 error Mismatched brackets",
+        ),
+        (
+            "ports:[1-2-3]",
+            "Failed to parse resource ports value [1-2-3] error Expecting one or more \"ranges\"",
+        ),
+        (
+            "ports:[a-b]",
+            "Failed to parse resource ports value [a-b] error Expecting non-negative integers in 'a'",
+        ),
+        (
+            "ports:1[2]",
+            "Failed to parse resource ports value 1[2] error Unexpected '[' found",
+        ),
+        (
+            "x:a{b}",
+            "Failed to parse resource x value a{b} error Unexpected '{' found",
+        ),
+        ("ports:[5-1]", "Invalid ranges resource: begin > end"),
+        ("x:{a,a}", "Invalid set resource: duplicated elements"),
+        ("(r):1", "Empty resource name"),
+        ("cpus():1", "Role names cannot be the empty string"),
+        (
+            "cpus(-r):1",
+            "Role component '-r' is invalid because it starts with a dash",
+        ),
+        (
+            "cpus(a//b):1",
+            "Role 'a//b' cannot contain two adjacent slashes",
+        ),
+        (
+            "cpus(a/./b):1",
+            "Role 'a/./b' cannot include '.' as a component",
+        ),
+        (
+            "cpus:1;cpus:[1-2]",
+            "Resources with the same name ('cpus') but different types are not allowed",
+        ),
+        (
+            r#"[{"name":"cpus"}]"#,
+            "Some JSON resources were not formatted properly: Missing required fields: type",
+        ),
+        (
+            r#"[{"name":"disk","type":"SCALAR","scalar":{"value":1},"role":"r",
+                "reservation":{"principal":"p"}}]"#,
+            "Dynamic reservations cannot be specified at the command line",
+        ),
+    ];
+    for (text, expect) in cases {
+        let err = Resources::parse(text).unwrap_err();
+        assert_eq!(err.to_string(), expect, "{text}");
+    }
+}
+
+#[test]
+fn arithmetic() {
+    let cases = [
+        (
+            "cpus:1;ports:[1-2]",
+            "+",
+            "cpus:0.5;ports:[3-4];mem:1",
+            "cpus:1.5; ports:[1-4]; mem:1",
+        ),
+        ("cpus:1", "+", "cpus(r):1", "cpus:1; cpus(r):1"),
+        ("cpus:0.1", "+", "cpus:0.2", "cpus:0.3"),
+        ("x:{a,b}", "+", "x:{b,c}", "x:{a, b, c}"),
+        (
+            "cpus:2;mem:100;ports:[1-10]",
+            "-",
+            "cpus:0.5;ports:[3-4]",
+            "cpus:1.5; mem:100; ports:[1-2, 5-10]",
+        ),
+        ("cpus:1", "-", "cpus:2", "{}"),
+        ("cpus:0.3", "-", "cpus:0.1;cpus:0.2", "{}"),
+        ("cpus(r):1", "-", "cpus:1", "cpus(r):1"),
+        (
+            "cpus(r):1;cpus:1",
+            "-",
+            "cpus(r):0.25",
+            "cpus(r):0.75; cpus:1",
+        ),
+        ("ports:[1-10]", "-", "ports:[1-10]", "{}"),
+        ("x:{a,b,c}", "-", "x:{b,z}", "x:{a, c}"),
+        ("cpus:1", "-", "mem:1", "cpus:1"),
+    ];
+    for (left, op, right, expect) in cases {
+        let mut got = parse(left);
+        match op {
+            "+" => got += &parse(right),
+            _ => got -= &parse(right),
+        }
+        assert_eq!(got.to_string(), expect, "{left} {op} {right}");
+    }
+}
+
+#[test]
+fn containment() {
+    let cases = [
+        ("cpus:2;mem:1024", "cpus:1;mem:128", true),
+        ("cpus:2;mem:1024", "cpus:2;mem:1024", true),
+        ("cpus:2;mem:1024", "cpus:3", false),
+        ("cpus:2", "cpus:1;mem:1", false),
+        ("cpus:0.1;cpus:0.2", "cpus:0.3", true),
+        (
+            "ports:[31000-32000]",
+            "ports:[31000-31000,31005-31010]",
+            true,
+        ),
+        ("ports:[31000-31010]", "ports:[31005-31011]", false),
+        ("ports:[1-5,7-9]", "ports:[5-7]", false),
+        ("cpus(r):2", "cpus:1", false),
+        ("cpus:2", "cpus(r):1", false),
+        ("cpus:1;cpus(r):1", "cpus(r):1", true),
+        ("cpus(r):1", "cpus(s):1", false),
+        ("disks:{a,b}", "disks:{b}", true),
+        ("disks:{a,b}", "disks:{c}", false),
+        ("cpus:1", "", true),
+        ("", "cpus:0.0001", true),
+    ];
+    for (outer, inner, expect) in cases {
+        assert_eq!(
+            parse(outer).contains(&parse(inner)),
+            expect,
+            "{outer} contains {inner}"
+        );
+    }
+}
+
+#[test]
+fn roles_allocation_and_reservations() {
+    let mut all = parse("cpus:4;mem:100;cpus(a):2;mem(a/b):10");
+    assert_eq!(all.unreserved().to_string(), "cpus:4; mem:100");
+    assert_eq!(all.reserved(None).to_string(), "cpus(a):2; mem(a/b):10");
+    assert_eq!(all.reserved(Some("a")).to_string(), "cpus(a):2");
+    assert_eq!(
+        all.allocatable_to("a").to_string(),
+        "cpus:4; mem:100; cpus(a):2"
+    );
+    assert_eq!(
+        all.allocatable_to("a/b/c").to_string(),
+        "cpus:4; mem:100; cpus(a):2; mem(a/b):10"
+    );
+    let by_role: Vec<String> = all
+        .reservations()
+        .iter()
+        .map(|(r, res)| format!("{r}={res}"))
+        .collect();
+    assert_eq!(by_role, ["a=cpus(a):2", "a/b=mem(a/b):10"]);
+    assert_eq!(
+        (all.cpus(), all.mem(), all.disk()),
+        (Some(6.0), Some(110.0), None)
+    );
+    assert_eq!(all.scalar("cpus"), 6.0);
+    assert_eq!(all.scalar("gpus"), 0.0);
+
+    all.allocate("r1");
+    assert_eq!(all.allocated_to("r1").len(), 4);
+    assert!(all.allocated_to("r2").is_empty());
+    assert_eq!(all.to_string().matches("(allocated: r1)").count(), 4);
+    // Allocated and unallocated resources are different kinds.
+    assert!(!all.contains(&parse("cpus:1")));
+    all.unallocate();
+    assert!(all.contains(&parse("cpus:1")));
+}
+
+#[test]
+fn legacy_reservations_are_upgraded_and_downgraded() {
+    let legacy = res(
+        r#"{"name":"cpus","type":"SCALAR","scalar":{"value":1},"role":"r",
+        "reservation":{"principal":"p"}}"#,
+    );
+    let resources = Resources::try_from_vec(vec![legacy.clone()]).unwrap();
+    let upgraded = resources.iter().next().unwrap();
+    assert_eq!(upgraded.reservations.len(), 1);
+    assert_eq!(
+        upgraded.reservations[0].r#type(),
+        v1::resource::reservation_info::Type::Dynamic
+    );
+    assert_eq!(upgraded.reservations[0].role(), "r");
+    assert_eq!(upgraded.reservations[0].principal(), "p");
+    assert_eq!(resources::reservation_role(upgraded), Some("r"));
+    assert_eq!(
+        resources.to_string(),
+        "cpus(reservations: [(DYNAMIC,r,p)]):1"
+    );
+
+    let mut down = upgraded.clone();
+    resources::downgrade(&mut down).unwrap();
+    assert_eq!(down, legacy);
+
+    let mut refined = res(
+        r#"{"name":"cpus","type":"SCALAR","scalar":{"value":1},"reservations":[
+        {"type":"STATIC","role":"a"},{"type":"DYNAMIC","role":"a/b"}]}"#,
+    );
+    assert_eq!(validate_resource(&refined), Ok(()));
+    assert_eq!(
+        resources::downgrade(&mut refined).unwrap_err().to_string(),
+        "Cannot downgrade resources containing refined reservations"
+    );
+}
+
+#[test]
+fn whole_disks_and_shared_volumes() {
+    let mount = r#"{"name":"disk","type":"SCALAR","scalar":{"value":100},
+        "disk":{"source":{"type":"MOUNT","mount":{"root":"/mnt/a"}}}}"#;
+    let mut disks = Resources::from_vec(vec![res(mount), res(mount)]);
+    // Two MOUNT disks stay two; a part of one is not there.
+    assert_eq!(disks.len(), 2);
+    assert_eq!(
+        disks.to_string(),
+        "disk[MOUNT:/mnt/a]:100; disk[MOUNT:/mnt/a]:100"
+    );
+    let half = res(&mount.replace("100", "50"));
+    assert!(!disks.contains_resource(&half));
+    disks.subtract_resource(half);
+    assert_eq!(disks.len(), 2);
+    disks.subtract_resource(res(mount));
+    assert_eq!(disks.len(), 1);
+
+    let volume = r#"{"name":"disk","type":"SCALAR","scalar":{"value":10},"shared":{},
+        "reservations":[{"type":"DYNAMIC","role":"r"}],
+        "disk":{"persistence":{"id":"v1"},"volume":{"mode":"RW","container_path":"data"}}}"#;
+    let mut shared = Resources::from_vec(vec![res(volume), res(volume)]);
+    assert_eq!(shared.len(), 1);
+    assert_eq!(
+        shared.to_string(),
+        "disk(reservations: [(DYNAMIC,r)])[v1:data]<SHARED>:10<2>"
+    );
+    assert!(shared.contains(&Resources::from_vec(vec![res(volume), res(volume)])));
+    shared.subtract_resource(res(volume));
+    assert!(!shared.contains(&Resources::from_vec(vec![res(volume), res(volume)])));
+    shared.subtract_resource(res(volume));
+    assert!(shared.is_empty());
+}
+
+#[test]
+fn validates_framework_resources() {
+    let scalar = |v: f64| v1::Resource {
+        name: "cpus".into(),
+        r#type: v1::value::Type::Scalar as i32,
+        scalar: Some(v1::value::Scalar { value: v }),
+        ..Default::default()
+    };
+    let cases = [
+        (scalar(1.0), Ok(())),
+        (
+            scalar(f64::NAN),
+            Err("Invalid scalar resource: value is not finite"),
+        ),
+        (
+            scalar(f64::INFINITY),
+            Err("Invalid scalar resource: value is not finite"),
+        ),
+        (scalar(-1.0), Err("Invalid scalar resource: value < 0")),
+        (
+            v1::Resource {
+                name: String::new(),
+                ..scalar(1.0)
+            },
+            Err("Empty resource name"),
+        ),
+        (
+            v1::Resource {
+                r#type: 99,
+                ..scalar(1.0)
+            },
+            Err("Invalid resource type"),
+        ),
+        (
+            v1::Resource {
+                r#type: v1::value::Type::Ranges as i32,
+                ..scalar(1.0)
+            },
+            Err("Invalid ranges resource"),
+        ),
+        (
+            v1::Resource {
+                r#type: v1::value::Type::Text as i32,
+                ..scalar(1.0)
+            },
+            Err("Unsupported resource type"),
+        ),
+        (
+            res(
+                r#"{"name":"ports","type":"RANGES","ranges":{"range":[{"begin":1,"end":5},{"begin":5,"end":6}]}}"#,
+            ),
+            Err("Invalid ranges resource: overlapping ranges"),
+        ),
+        (
+            res(r#"{"name":"cpus","type":"SCALAR","scalar":{"value":1},"shared":{}}"#),
+            Err("Resource cpus cannot be shared"),
+        ),
+        (
+            res(r#"{"name":"cpus","type":"SCALAR","scalar":{"value":1},"disk":{}}"#),
+            Err("DiskInfo should not be set for cpus resource"),
+        ),
+        (
+            res(
+                r#"{"name":"cpus","type":"SCALAR","scalar":{"value":1},"role":"*","reservation":{}}"#,
+            ),
+            Err("Invalid reservation: role \"*\" cannot be dynamically reserved"),
+        ),
+        (
+            res(
+                r#"{"name":"cpus","type":"SCALAR","scalar":{"value":1},"reservations":[
+                {"type":"STATIC","role":"a"},{"type":"DYNAMIC","role":"b"}]}"#,
+            ),
+            Err("Invalid refined reservation: role 'b' is not a refinement of 'a'"),
+        ),
+    ];
+    for (resource, expect) in cases {
+        let got = validate_resource(&resource).map_err(|e| e.to_string());
+        assert_eq!(
+            got.as_ref().map(|_| ()).map_err(String::as_str),
+            expect,
+            "{resource:?}"
+        );
+    }
+    assert_eq!(
+        Resources::validate(&[scalar(1.0), scalar(-1.0)]).unwrap_err(),
+        ResourceError::InvalidIn {
+            resource: "cpus:-1".into(),
+            reason: "Invalid scalar resource: value < 0".into()
+        }
+    );
+    // Invalid ones never enter a collection.
+    assert_eq!(
+        Resources::from_vec(vec![scalar(-1.0), scalar(f64::NAN), scalar(2.0)]).to_string(),
+        "cpus:2"
+    );
+    assert!(Resources::try_from_vec(vec![scalar(-1.0)]).is_err());
+}

@@ -1,0 +1,159 @@
+//! W4 through the Mesos front end: 10,000 agents (24 cpus, 4096 MB, 16 cpus
+//! used by something else), 1,000 frameworks each in its own role, in
+//! process (no HTTP), and one allocation run that offers every agent.
+//!
+//! Set-up (untimed): the core and master start; every framework subscribes
+//! with its role suppressed; the agents join (no offers: nobody wants any).
+//! Timed: every framework sends REVIVE (the master batches them into one
+//! request to the core, so the core makes one pass) until the frameworks
+//! have received an offer of every agent in their OFFERS events. That is the
+//! run Mesos' allocator benchmark times (1.06 s at this size).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use unisched_core::{Scheduler, SchedulerOptions};
+use unisched_mesos::agent::{AgentBackend, Launch};
+use unisched_mesos::master::{AgentSpec, Input, MasterHandle, Settings};
+use unisched_mesos::resources::Resources;
+use unisched_mesos::v1;
+use unisched_mesos::v1::scheduler::{Call, call, event};
+
+use crate::workload::{RunMeasurement, WorkloadError};
+
+/// An agent that runs nothing (no task is launched in W4).
+struct IdleAgent;
+
+impl AgentBackend for IdleAgent {
+    fn launch(&self, _launch: Launch) {}
+    fn kill_task(&self, _framework_id: &str, _task_id: &str, _grace: Duration) {}
+    fn shutdown_executor(&self, _framework_id: &str, _executor_id: &str) {}
+    fn shutdown_framework(&self, _framework_id: &str) {}
+    fn framework_message(&self, _framework_id: &str, _executor_id: &str, _data: Vec<u8>) {}
+    fn stop(&self) {}
+}
+
+#[allow(deprecated)] // Single-role frameworks name their role in `role`.
+fn framework_info(i: usize) -> v1::FrameworkInfo {
+    v1::FrameworkInfo {
+        user: "bench".to_string(),
+        name: format!("w4-{i}"),
+        role: Some(format!("role-{i}")),
+        ..Default::default()
+    }
+}
+
+/// One W4 run through the front end: `agents` agents, `frameworks` frameworks.
+pub fn run(
+    agents: usize,
+    frameworks: usize,
+    timeout: Duration,
+) -> Result<RunMeasurement, WorkloadError> {
+    let fail = |what: String| WorkloadError::Setup(what);
+    let scheduler = Scheduler::start(SchedulerOptions::default());
+    let settings = Settings {
+        heartbeat_interval: Duration::from_secs(3600),
+        allocation_interval: Duration::from_secs(3600),
+        ..Settings::default()
+    };
+    let master =
+        MasterHandle::start(scheduler.clone(), None, settings).map_err(|e| fail(e.to_string()))?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| fail(e.to_string()))?;
+    let mut streams = Vec::with_capacity(frameworks);
+    for i in 0..frameworks {
+        let info = framework_info(i);
+        let role = format!("role-{i}");
+        let (stream_id, rx) = master.subscribe(
+            call::Subscribe {
+                framework_info: info,
+                suppressed_roles: vec![role],
+                ..Default::default()
+            },
+            1024,
+        );
+        streams.push((stream_id, rx, String::new()));
+    }
+    for (_, rx, id) in &mut streams {
+        let event = rx
+            .blocking_recv()
+            .ok_or_else(|| fail("a framework stream closed".to_string()))?;
+        let Some(subscribed) = event.subscribed else {
+            return Err(fail(format!(
+                "expected SUBSCRIBED, got {:?}",
+                event.r#type()
+            )));
+        };
+        *id = subscribed.framework_id.value;
+    }
+    let total = Resources::parse("cpus:24;mem:4096").map_err(|e| fail(e.to_string()))?;
+    let used = Resources::parse("cpus:16").map_err(|e| fail(e.to_string()))?;
+    runtime.block_on(async {
+        for i in 0..agents {
+            master
+                .add_agent(AgentSpec {
+                    hostname: format!("agent-{i}"),
+                    resources: total.clone(),
+                    occupied: used.clone(),
+                    attributes: Vec::new(),
+                    backend: Box::new(|_: &str| Arc::new(IdleAgent) as Arc<dyn AgentBackend>),
+                })
+                .await;
+        }
+    });
+    scheduler.settle();
+    let started = Instant::now();
+    for (stream_id, _, id) in &streams {
+        let (reply, _) = tokio::sync::oneshot::channel();
+        master.send(Input::Call {
+            call: Box::new(Call {
+                framework_id: Some(v1::FrameworkId { value: id.clone() }),
+                r#type: Some(call::Type::Revive as i32),
+                revive: Some(call::Revive::default()),
+                ..Default::default()
+            }),
+            stream_id: Some(stream_id.clone()),
+            reply,
+        });
+    }
+    let mut offers = 0;
+    let mut latencies = Vec::with_capacity(agents);
+    while offers < agents {
+        if started.elapsed() > timeout {
+            return Err(WorkloadError::Timeout {
+                expected: agents,
+                received: offers,
+                waited: started.elapsed(),
+            });
+        }
+        let mut idle = true;
+        for (_, rx, _) in &mut streams {
+            while let Ok(e) = rx.try_recv() {
+                if e.r#type() == event::Type::Offers {
+                    let n = e.offers.map_or(0, |o| o.offers.len());
+                    offers += n;
+                    latencies.extend(std::iter::repeat_n(started.elapsed(), n));
+                    idle = false;
+                }
+            }
+        }
+        if idle {
+            std::thread::yield_now();
+        }
+    }
+    let elapsed = started.elapsed();
+    master.shutdown();
+    scheduler.shutdown();
+    latencies.sort_unstable();
+    Ok(RunMeasurement {
+        workload: "w4".to_string(),
+        nodes: agents,
+        asks: frameworks,
+        allocations: offers,
+        released: 0,
+        elapsed,
+        latencies,
+    })
+}
