@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use unisched_core::scheduler::offers::{OfferChange, OfferRequest};
-use unisched_core::{ManualClock, Scheduler, SchedulerOptions};
+use unisched_core::{Clock, ManualClock, Scheduler, SchedulerOptions};
 use unisched_shim_api::SchedulerApi;
 use unisched_shim_api::recording::RecordingCallback;
 use unisched_si as si;
@@ -138,6 +138,7 @@ impl Rm {
             node_id: lease.node_id.clone(),
             refused: lease.resource_per_alloc.clone().unwrap(),
             duration: refuse,
+            since: None,
         }]);
         self.allocation_request(si::AllocationRequest {
             releases: Some(si::AllocationReleasesRequest {
@@ -272,6 +273,35 @@ fn a_filter_holds_for_its_time_and_revive_clears_it() {
 }
 
 #[test]
+fn a_filter_counts_from_when_the_rm_declined_not_from_when_the_core_got_it() {
+    let rm = Rm::new(ROLES);
+    rm.agents(&[("a", 2000, 1024)]);
+    rm.framework("fw1", "root.r2");
+    let lease = rm.leases_of("fw1").remove(0);
+    let declined_at = rm.clock.now_nanos();
+    // The core hears of the decline 3 s after the RM took it.
+    rm.advance(Duration::from_secs(3));
+    rm.offers(vec![OfferChange::Filter {
+        application_id: "fw1".to_string(),
+        node_id: "a".to_string(),
+        refused: lease.resource_per_alloc.clone().unwrap(),
+        duration: Duration::from_secs(5),
+        since: Some(declined_at),
+    }]);
+    rm.allocation_request(si::AllocationRequest {
+        releases: Some(si::AllocationReleasesRequest {
+            allocations_to_release: vec![rm.release(&lease)],
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    rm.advance(Duration::from_secs(1));
+    assert!(rm.leases().is_empty(), "4 s after the decline");
+    rm.advance(Duration::from_secs(1));
+    assert_eq!(rm.leases_of("fw1").len(), 1, "5 s after the decline");
+}
+
+#[test]
 fn a_filter_matches_only_a_subset_of_what_was_refused() {
     let rm = Rm::new(ROLES);
     rm.agents(&[("a", 2000, 1024)]);
@@ -331,6 +361,7 @@ fn accepting_turns_a_lease_into_tasks_atomically() {
         node_id: "a".to_string(),
         refused: res(&[("vcore", 1500), ("memory", 896)]),
         duration: Duration::from_secs(60),
+        since: None,
     }]);
     rm.allocation_request(si::AllocationRequest {
         allocations: vec![si::Allocation {

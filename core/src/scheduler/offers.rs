@@ -79,7 +79,9 @@ pub enum OfferChange {
         active: bool,
     },
     /// Do not offer `node_id` to the application while the remainder fits in
-    /// `refused`, for `duration` from when the core applies this.
+    /// `refused`, for `duration` from `since` (the clock time the RM took the
+    /// decline, so the filter does not depend on when the scheduling thread
+    /// gets to it; `None`, or a time still to come: when the core applies it).
     Filter {
         /// Application id.
         application_id: String,
@@ -89,6 +91,8 @@ pub enum OfferChange {
         refused: si::Resource,
         /// How long the filter lasts (at least until the next pass).
         duration: Duration,
+        /// Clock time (ns) the duration counts from.
+        since: Option<u64>,
     },
     /// Drops every filter of the application.
     ClearFilters {
@@ -112,6 +116,7 @@ pub(super) enum PreparedChange {
         node: String,
         refused: Result<Resource, String>,
         duration: Duration,
+        since: Option<u64>,
     },
     ClearFilters {
         app: String,
@@ -149,11 +154,13 @@ pub(super) fn prepare(names: &ResourceNames, request: OfferRequest) -> PreparedO
                 node_id,
                 refused,
                 duration,
+                since,
             } => PreparedChange::Filter {
                 app: application_id,
                 node: node_id,
                 refused: convert(&refused),
                 duration,
+                since,
             },
             OfferChange::ClearFilters { application_id } => PreparedChange::ClearFilters {
                 app: application_id,
@@ -244,7 +251,11 @@ impl Partition {
                     node,
                     refused,
                     duration,
-                } => self.add_filter(&app, &node, refused, duration, now),
+                    since,
+                } => {
+                    let start = since.map_or(now, |s| s.min(now));
+                    self.add_filter(&app, &node, refused, duration, start);
+                }
                 PreparedChange::ClearFilters { app } => {
                     if let Some(o) = self.offer_state_mut(&app) {
                         o.filters.clear();
@@ -325,7 +336,7 @@ impl Partition {
         node_id: &str,
         refused: Result<Resource, String>,
         duration: Duration,
-        now: u64,
+        start: u64,
     ) {
         let refused = match refused {
             Ok(r) => r,
@@ -338,7 +349,7 @@ impl Partition {
             // The application or node left meanwhile: nothing to filter.
             return;
         };
-        let until = now.saturating_add(u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX));
+        let until = start.saturating_add(u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX));
         let filter = Filter {
             refused,
             until,

@@ -32,7 +32,14 @@ impl Master {
         self.core.node(si::NodeInfo {
             node_id: id.clone(),
             action: si::node_info::ActionFromRm::Create as i32,
-            attributes: [("hostname".to_string(), info.hostname.clone())].into(),
+            attributes: [
+                (si::HOSTNAME_ATTRIBUTE.to_string(), info.hostname.clone()),
+                (
+                    si::NODE_PARTITION_ATTRIBUTE.to_string(),
+                    self.core.partition.clone(),
+                ),
+            ]
+            .into(),
             schedulable_resource: Some(to_core(resources.iter())),
             occupied_resource: (!occupied.is_empty()).then(|| to_core(occupied.iter())),
             ..Default::default()

@@ -8,6 +8,10 @@ use serde_yaml::{Mapping, Value};
 
 use super::units::role_queue;
 
+/// The name of the Mesos front end's partition in the core (and in `/ws/v1`):
+/// distinct from an SI RM's `default`, so both can be addressed by plain name.
+pub const PARTITION: &str = "mesos";
+
 /// The configuration used when none is given: everyone may submit to root.
 pub const DEFAULT_CONFIG: &str = "partitions:
   - name: default
@@ -50,7 +54,8 @@ fn child<'a>(queue: &'a mut Mapping, name: &str, parent: bool) -> Result<&'a mut
 }
 
 /// The text the Mesos front end registers with: `text` (or
-/// [`DEFAULT_CONFIG`]) reduced to its first partition, named `default`, whose
+/// [`DEFAULT_CONFIG`]) reduced to its partition named [`PARTITION`] when it
+/// has one, else its first, named [`PARTITION`], whose
 /// placement is the `provided` rule with `create` (roles not in the file
 /// become queues under root), with each weighted role's queue given its
 /// `weight`. Errors name what is wrong.
@@ -65,11 +70,15 @@ pub fn mesos_partition(
         .get_mut("partitions")
         .and_then(Value::as_sequence_mut)
         .ok_or("the configuration has no partitions")?;
-    let mut partition = match partitions.first() {
+    let chosen = partitions
+        .iter()
+        .find(|p| p.get("name").and_then(Value::as_str) == Some(PARTITION))
+        .or(partitions.first());
+    let mut partition = match chosen {
         Some(Value::Mapping(p)) => p.clone(),
         _ => return Err("the first partition must be a mapping".to_string()),
     };
-    partition.insert(key("name"), key("default"));
+    partition.insert(key("name"), key(PARTITION));
     let mut rule = Mapping::new();
     rule.insert(key("name"), key("provided"));
     rule.insert(key("create"), Value::Bool(true));
@@ -155,7 +164,7 @@ mod tests {
         let text = mesos_partition(None, &BTreeMap::new()).unwrap();
         let c = unisched_core::config::parse(&text).unwrap();
         let p = &c.partitions[0];
-        assert_eq!(p.name, "default");
+        assert_eq!(p.name, PARTITION);
         assert_eq!(p.placement_rules.len(), 1);
         assert_eq!(
             p.placement_rules[0].kind,
@@ -191,6 +200,28 @@ partitions:
         let batch = root.find("root.eng.batch").unwrap();
         assert_eq!(batch.properties["weight"], "0.5");
         assert!(root.find("root.eng").unwrap().parent);
+    }
+
+    #[test]
+    fn a_partition_named_mesos_is_the_one_used() {
+        let user = "
+partitions:
+  - name: default
+    queues:
+      - name: root
+        queues:
+          - name: si-only
+  - name: mesos
+    queues:
+      - name: root
+        queues:
+          - name: frameworks
+";
+        let text = mesos_partition(Some(user), &BTreeMap::new()).unwrap();
+        let c = unisched_core::config::parse(&text).unwrap();
+        let root = &c.partitions[0].root;
+        assert!(root.find("root.frameworks").is_some());
+        assert!(root.find("root.si-only").is_none());
     }
 
     #[test]

@@ -362,7 +362,7 @@ impl MasterHandle {
         let mut core = state::CoreLink {
             scheduler,
             rm_id: RM_ID.to_string(),
-            partition: "default".to_string(),
+            partition: config::PARTITION.to_string(),
             outbox: Vec::new(),
         };
         core.offers(vec![offers::policy_change(&settings.min_allocatable)]);

@@ -232,6 +232,7 @@ impl Master {
                 node_id: agent.to_string(),
                 refused: to_core(refused.iter()),
                 duration,
+                since: Some(self.now()),
             }]);
         }
     }
