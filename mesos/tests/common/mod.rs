@@ -44,6 +44,7 @@ pub struct Setup {
     pub weights: &'static str,
     pub token: Option<String>,
     pub offer_timeout: Option<Duration>,
+    pub stream_capacity: usize,
 }
 
 impl Default for Setup {
@@ -56,6 +57,7 @@ impl Default for Setup {
             weights: "",
             token: None,
             offer_timeout: None,
+            stream_capacity: Settings::default().stream_capacity,
         }
     }
 }
@@ -70,6 +72,7 @@ impl Master {
         let settings = Settings {
             weights: unisched_mesos::master::config::parse_weights(setup.weights).unwrap(),
             offer_timeout: setup.offer_timeout,
+            stream_capacity: setup.stream_capacity,
             ..Settings::default()
         };
         let options = LocalOptions {
@@ -118,6 +121,42 @@ impl Master {
             .json()
             .await
             .unwrap()
+    }
+
+    /// Nothing of any framework is left: no framework, task or offer in
+    /// `/state`, nothing used or offered on an agent, no allocation on a node
+    /// of the core and no application in it.
+    pub async fn expect_empty(&self) {
+        let state = self.state().await;
+        assert_eq!(state["frameworks"].as_array().unwrap().len(), 0, "{state}");
+        for slave in state["slaves"].as_array().unwrap() {
+            for field in ["used_resources", "offered_resources"] {
+                for (name, v) in slave[field].as_object().unwrap() {
+                    if v.is_number() {
+                        assert_eq!(v.as_f64(), Some(0.0), "{field}.{name}: {slave}");
+                    }
+                }
+            }
+        }
+        self.scheduler.settle();
+        let snap = self
+            .scheduler
+            .snapshot("mesos")
+            .expect("the Mesos partition");
+        for n in &snap.nodes {
+            assert!(
+                n.allocated.is_empty(),
+                "node {} still has {:?}",
+                n.id,
+                n.allocated
+            );
+        }
+        assert!(snap.allocations.is_empty(), "{:?}", snap.allocations);
+        for a in &snap.applications {
+            assert!(a.allocated.is_empty() && a.allocation_count == 0, "{a:?}");
+        }
+        let root = snap.queue("root").expect("root");
+        assert!(root.allocated.is_empty(), "root holds {:?}", root.allocated);
     }
 
     pub async fn metrics(&self) -> serde_json::Value {
@@ -226,6 +265,21 @@ pub struct Framework {
 }
 
 impl Framework {
+    /// Calls as framework `id` on stream `stream_id`, without an event stream
+    /// of its own (a client that lost it, or never had one).
+    pub fn detached(m: &Master, ct: ContentType, id: &str, stream_id: &str) -> Framework {
+        let (_, events) = mpsc::unbounded_channel();
+        Framework {
+            url: m.url.clone(),
+            http: m.http.clone(),
+            ct,
+            stream_id: stream_id.to_string(),
+            id: id.to_string(),
+            events,
+            reader: tokio::spawn(async {}),
+        }
+    }
+
     fn events_front(&mut self, e: Event) {
         // Put an event back in front: re-create the channel with it first.
         let (tx, rx) = mpsc::unbounded_channel();
@@ -249,6 +303,19 @@ impl Framework {
                 .expect("the stream is open");
             if e.r#type() != event::Type::Heartbeat {
                 return e;
+            }
+        }
+    }
+
+    /// The next HEARTBEAT, other events skipped.
+    pub async fn heartbeat(&mut self) {
+        loop {
+            let e = tokio::time::timeout(WAIT, self.events.recv())
+                .await
+                .expect("a heartbeat in time")
+                .expect("the stream is open");
+            if e.r#type() == event::Type::Heartbeat {
+                return;
             }
         }
     }
@@ -473,3 +540,16 @@ pub fn scalar(offer: &v1::Offer, name: &str) -> f64 {
 
 /// Both encodings, for tests that run each scenario in both.
 pub const ENCODINGS: [ContentType; 2] = [ContentType::Json, ContentType::Protobuf];
+
+/// Resources from Mesos' resource text.
+pub fn resources(text: &str) -> Vec<v1::Resource> {
+    Resources::parse(text).unwrap().to_vec()
+}
+
+/// A task of a task group (no command of its own: the group's executor runs it).
+pub fn task_without_command(id: &str, offer: &v1::Offer, text: &str) -> v1::TaskInfo {
+    v1::TaskInfo {
+        command: None,
+        ..task(id, offer, text, None)
+    }
+}
