@@ -39,8 +39,104 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     std::fs::write(out.join("mesos_descriptors.bin"), fds.encode_to_vec())?;
     std::fs::write(out.join("mesos_reflect.rs"), reflect_impls(&fds)?)?;
 
-    prost_build::Config::new().compile_fds(fds)?;
+    let mut config = prost_build::Config::new();
+    for field in fields_to_box(&fds) {
+        config.boxed(field);
+    }
+    config.compile_fds(fds)?;
     Ok(())
+}
+
+/// A singular message field whose message is larger than this (estimated)
+/// is boxed: proto2 keeps optional sub-messages inline, and without boxes a
+/// `Resource` (its `DiskInfo` inline, and that one's `Volume`, ...) is over a
+/// kilobyte that every clone and move copies.
+const BOX_ABOVE: usize = 192;
+
+/// Paths (`.package.Message.field`) of the singular message fields to box,
+/// in package `mesos.v1` only: the types held and cloned in numbers
+/// (resources, tasks, statuses). The API envelopes (`Call`, `Event` and their
+/// payloads) are made and moved once each and keep their plain fields.
+fn fields_to_box(fds: &FileDescriptorSet) -> Vec<String> {
+    let mut messages: std::collections::HashMap<String, &DescriptorProto> = Default::default();
+    fn collect<'a>(
+        scope: &str,
+        m: &'a DescriptorProto,
+        out: &mut std::collections::HashMap<String, &'a DescriptorProto>,
+    ) {
+        let name = format!("{scope}.{}", m.name());
+        for nested in &m.nested_type {
+            collect(&name, nested, out);
+        }
+        out.insert(name, m);
+    }
+    for file in &fds.file {
+        for m in &file.message_type {
+            collect(&format!(".{}", file.package()), m, &mut messages);
+        }
+    }
+    let mut sizes: std::collections::HashMap<String, usize> = Default::default();
+    let mut boxed = Vec::new();
+    let mut names: Vec<&String> = messages.keys().collect();
+    names.sort();
+    for name in names {
+        let m = messages[name];
+        let package_v1 = messages_package(name) == ".mesos.v1";
+        for f in m.field.iter().filter(|_| package_v1) {
+            let singular = f.label() != prost_types::field_descriptor_proto::Label::Repeated;
+            if singular
+                && f.r#type() == prost_types::field_descriptor_proto::Type::Message
+                && estimate(f.type_name(), &messages, &mut sizes, &mut Vec::new()) > BOX_ABOVE
+            {
+                boxed.push(format!("{name}.{}", f.name()));
+            }
+        }
+    }
+    boxed
+}
+
+/// The package of a message path: its leading lower-case components.
+fn messages_package(name: &str) -> String {
+    name.split('.')
+        .filter(|p| !p.is_empty())
+        .take_while(|p| p.starts_with(|c: char| c.is_ascii_lowercase()))
+        .fold(String::new(), |acc, p| format!("{acc}.{p}"))
+}
+
+/// Rough inline size of a message's Rust struct, counting boxed fields as a
+/// pointer; cycles count as a pointer (prost boxes them).
+fn estimate(
+    name: &str,
+    messages: &std::collections::HashMap<String, &DescriptorProto>,
+    sizes: &mut std::collections::HashMap<String, usize>,
+    visiting: &mut Vec<String>,
+) -> usize {
+    use prost_types::field_descriptor_proto::{Label, Type};
+    if let Some(&s) = sizes.get(name) {
+        return s;
+    }
+    let Some(m) = messages.get(name) else {
+        return 24; // A well-known type.
+    };
+    if visiting.iter().any(|v| v == name) {
+        return 8;
+    }
+    visiting.push(name.to_string());
+    let mut total = 0;
+    for f in &m.field {
+        total += match (f.label(), f.r#type()) {
+            (Label::Repeated, _) => 24,
+            (_, Type::Message) => {
+                let inner = estimate(f.type_name(), messages, sizes, visiting);
+                if inner > BOX_ABOVE { 8 } else { inner + 8 }
+            }
+            (_, Type::String | Type::Bytes) => 24,
+            _ => 8,
+        };
+    }
+    visiting.pop();
+    sizes.insert(name.to_string(), total);
+    total
 }
 
 /// One `ReflectMessage` impl per generated message, looking its descriptor up

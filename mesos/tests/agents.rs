@@ -433,10 +433,10 @@ mod process_agent {
         let (agent, mut updates) = agent(&work);
 
         let mut docker = task("docker", Some(shell("true")));
-        docker.container = Some(v1::ContainerInfo {
+        docker.container = Some(Box::new(v1::ContainerInfo {
             r#type: v1::container_info::Type::Docker as i32,
             ..Default::default()
-        });
+        }));
         agent.launch(launch(docker));
         let failed = updates
             .expect_states("docker", &[TaskState::TaskFailed])

@@ -323,7 +323,7 @@ async fn a_task_group_launches_atomically_under_one_executor() {
         let group = v1::offer::Operation {
             r#type: Some(v1::offer::operation::Type::LaunchGroup as i32),
             launch_group: Some(v1::offer::operation::LaunchGroup {
-                executor: executor.clone(),
+                executor: Box::new(executor.clone()),
                 task_group: v1::TaskGroupInfo { tasks },
             }),
             ..Default::default()
@@ -346,7 +346,7 @@ async fn a_task_group_launches_atomically_under_one_executor() {
         let too_big = v1::offer::Operation {
             r#type: Some(v1::offer::operation::Type::LaunchGroup as i32),
             launch_group: Some(v1::offer::operation::LaunchGroup {
-                executor,
+                executor: Box::new(executor),
                 task_group: v1::TaskGroupInfo {
                     tasks: vec![
                         task_without_command("c", &rest, "cpus:0.5;mem:64"),

@@ -237,7 +237,7 @@ impl Master {
                                     &role,
                                     &agent_id,
                                     task,
-                                    Some(group.executor.clone()),
+                                    Some((*group.executor).clone()),
                                     mine,
                                 );
                             }
@@ -414,7 +414,7 @@ impl Master {
         group_executor: Option<v1::ExecutorInfo>,
         resources: Resources,
     ) {
-        let executor = group_executor.or_else(|| task.executor.clone());
+        let executor = group_executor.or_else(|| task.executor.as_deref().cloned());
         if let Some(e) = &executor {
             let key = (framework.to_string(), e.executor_id.value.clone());
             let a = self.agents.get_mut(agent).expect("agent exists");
@@ -429,7 +429,7 @@ impl Master {
             to_core(resources.iter()),
         );
         let a = self.agents.get_mut(agent).expect("agent exists");
-        a.used.add(&resources.unallocated());
+        a.take(&resources);
         a.tasks.insert((framework.to_string(), task_id.clone()));
         let f = self
             .frameworks

@@ -5,7 +5,6 @@ use unisched_si as si;
 
 use super::state::{Agent, Master};
 use super::units::to_core;
-use crate::resources::Resources;
 use crate::v1;
 use crate::v1::scheduler::{Event, event};
 
@@ -51,18 +50,7 @@ impl Master {
         let now = self.now();
         self.agents.insert(
             id.clone(),
-            Agent {
-                id: id.clone(),
-                info,
-                total: resources,
-                occupied,
-                used: Resources::default(),
-                offered: Resources::default(),
-                tasks: Default::default(),
-                executors: Default::default(),
-                backend,
-                registered_time: now,
-            },
+            Agent::new(id.clone(), info, resources, occupied, backend, now),
         );
         id
     }

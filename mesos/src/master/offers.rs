@@ -8,7 +8,7 @@ use unisched_core::scheduler::offers::OfferChange;
 use unisched_si as si;
 
 use super::state::{Master, Offer, RUN_TIMINGS_KEPT, Timer};
-use super::units::{app_id, scalar_from_core, to_core};
+use super::units::{app_id, granted_scalar, to_core};
 use crate::resources::Resources;
 use crate::v1;
 use crate::v1::scheduler::{Event, event};
@@ -104,17 +104,13 @@ impl Master {
             self.core.release(lease.application_id, lease.allocation_id);
             return None;
         };
-        let granted: BTreeMap<String, f64> = lease
-            .resource_per_alloc
-            .as_ref()
-            .map(|r| {
-                r.resources
-                    .iter()
-                    .map(|(name, q)| scalar_from_core(name, q.value))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let resources = agent.available().allocatable_to(&role).offerable(&granted);
+        let granted = |name: &str| {
+            lease
+                .resource_per_alloc
+                .as_ref()
+                .and_then(|r| granted_scalar(r, name))
+        };
+        let mut resources = agent.available().offer_for(&role, granted);
         if resources.is_empty() {
             self.core.release(lease.application_id, lease.allocation_id);
             return None;
@@ -130,7 +126,7 @@ impl Master {
         let agent_id = agent.id.clone();
         let id = self.new_offer_id();
         let now = self.now();
-        let offer = v1::Offer {
+        let mut offer = v1::Offer {
             id: v1::OfferId { value: id.clone() },
             framework_id: v1::FrameworkId {
                 value: framework.clone(),
@@ -141,7 +137,7 @@ impl Master {
             hostname,
             url: None,
             domain: None,
-            resources: resources.allocated(&role).to_vec(),
+            resources: Vec::new(),
             attributes,
             executor_ids,
             unavailability: None,
@@ -152,8 +148,9 @@ impl Master {
         self.agents
             .get_mut(&agent_id)
             .expect("agent exists")
-            .offered
-            .add(&resources);
+            .offer(&resources);
+        resources.allocate(&role);
+        offer.resources = resources.to_vec();
         self.offer_by_lease
             .insert(lease.allocation_id.clone(), id.clone());
         self.offers.insert(
@@ -161,7 +158,7 @@ impl Master {
             Offer {
                 id: id.clone(),
                 framework: framework.clone(),
-                resources: resources.allocated(&role),
+                resources,
                 role,
                 agent: agent_id,
                 lease: lease.allocation_id,
@@ -183,7 +180,7 @@ impl Master {
         let offer = self.offers.remove(id)?;
         self.offer_by_lease.remove(&offer.lease);
         if let Some(a) = self.agents.get_mut(&offer.agent) {
-            a.offered.subtract(&offer.resources.unallocated());
+            a.unoffer(&offer.resources);
         }
         if let Some(f) = self.frameworks.get_mut(&offer.framework) {
             f.offers.remove(id);

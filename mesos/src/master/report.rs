@@ -226,11 +226,25 @@ impl Master {
         v
     }
 
+    /// What outstanding offers hold, by agent (unallocated form).
+    fn offered_by_agent(&self) -> BTreeMap<&str, Resources> {
+        let mut out: BTreeMap<&str, Resources> = BTreeMap::new();
+        for o in self.offers.values() {
+            out.entry(o.agent.as_str())
+                .or_default()
+                .add(&o.resources.unallocated());
+        }
+        out
+    }
+
     /// The master state as Mesos' `/state` answers it.
     pub fn state_json(&self) -> Value {
-        let slaves: Vec<Value> = self
-            .agents
-            .values()
+        let offered = self.offered_by_agent();
+        let none = Resources::default();
+        let mut agents: Vec<&super::state::Agent> = self.agents.values().collect();
+        agents.sort_by(|a, b| a.id.cmp(&b.id));
+        let slaves: Vec<Value> = agents
+            .into_iter()
             .map(|a| {
                 json!({
                     "id": a.id,
@@ -241,7 +255,7 @@ impl Master {
                     "registered_time": seconds(a.registered_time),
                     "resources": resources_json(&a.total),
                     "used_resources": resources_json(&a.used),
-                    "offered_resources": resources_json(&a.offered),
+                    "offered_resources": resources_json(offered.get(a.id.as_str()).unwrap_or(&none)),
                     "reserved_resources": {},
                     "unreserved_resources": resources_json(&a.total),
                     "active": true,
@@ -251,9 +265,10 @@ impl Master {
                 })
             })
             .collect();
-        let frameworks: Vec<Value> = self
-            .frameworks
-            .values()
+        let mut frameworks: Vec<&Framework> = self.frameworks.values().collect();
+        frameworks.sort_by(|a, b| a.id.cmp(&b.id));
+        let frameworks: Vec<Value> = frameworks
+            .into_iter()
             .map(|f| self.framework_json(f, true))
             .collect();
         let completed: Vec<Value> = self
@@ -362,7 +377,9 @@ impl Master {
         for a in self.agents.values() {
             totals.add(&a.total);
             used.add(&a.used);
-            offered.add(&a.offered);
+        }
+        for o in self.offers.values() {
+            offered.add(&o.resources.unallocated());
         }
         for name in ["cpus", "mem", "disk", "gpus"] {
             let t = totals.scalar(name);

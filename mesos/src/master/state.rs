@@ -9,6 +9,7 @@
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
+use std::hash::BuildHasher;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -26,6 +27,30 @@ use crate::resources::Resources;
 use crate::v1;
 use crate::v1::scheduler::Event;
 
+/// A hash map with a fixed-seed hasher: fast on the long ids Mesos uses
+/// (they share the master id as a prefix, which makes ordered maps compare
+/// long prefixes), and with an iteration order that depends only on what was
+/// inserted, so runs replay.
+pub type FastMap<K, V> = HashMap<K, V, FixedState>;
+
+/// The fixed-seed ahash builder of [`FastMap`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FixedState;
+
+impl BuildHasher for FixedState {
+    type Hasher = ahash::AHasher;
+
+    fn build_hasher(&self) -> ahash::AHasher {
+        ahash::RandomState::with_seeds(
+            0x5be0_cd19_137e_2179,
+            0x1f83_d9ab_fb41_bd6b,
+            0x9b05_688c_2b3e_6c1f,
+            0x510e_527f_ade6_82d1,
+        )
+        .build_hasher()
+    }
+}
+
 /// An agent (a node of the core).
 pub struct Agent {
     /// Its id.
@@ -34,12 +59,13 @@ pub struct Agent {
     pub info: v1::AgentInfo,
     /// Its total resources.
     pub total: Resources,
-    /// Used by something other than this master's tasks (never offered).
-    pub occupied: Resources,
-    /// Held by tasks (and their executors).
+    /// Held by tasks (and their executors), unallocated form.
     pub used: Resources,
-    /// Held by outstanding offers.
-    pub offered: Resources,
+    /// Neither occupied (held by something other than this master's tasks),
+    /// used nor offered: `total - occupied - used - offered`, kept up to
+    /// date by the methods below (the only writers of `used`), so making an
+    /// offer does not recompute it. What is offered is in the offers.
+    free: Resources,
     /// Tasks on it: (framework id, task id).
     pub tasks: std::collections::BTreeSet<(String, String)>,
     /// Executors launched on it: (framework id, executor id) → their info.
@@ -51,13 +77,58 @@ pub struct Agent {
 }
 
 impl Agent {
-    /// What is neither used nor offered.
-    pub fn available(&self) -> Resources {
-        let mut free = self.total.clone();
-        free.subtract(&self.occupied);
-        free.subtract(&self.used);
-        free.subtract(&self.offered);
-        free
+    /// An agent with nothing used or offered yet; `occupied` is held by
+    /// something other than this master's tasks and never offered.
+    pub fn new(
+        id: String,
+        info: v1::AgentInfo,
+        total: Resources,
+        occupied: Resources,
+        backend: Arc<dyn AgentBackend>,
+        registered_time: u64,
+    ) -> Agent {
+        let mut free = total.clone();
+        free.subtract(&occupied);
+        Agent {
+            id,
+            info,
+            total,
+            used: Resources::default(),
+            free,
+            tasks: Default::default(),
+            executors: Default::default(),
+            backend,
+            registered_time,
+        }
+    }
+
+    /// What is neither occupied, used nor offered.
+    pub fn available(&self) -> &Resources {
+        &self.free
+    }
+
+    /// Resources (unallocated form) go into an offer.
+    pub fn offer(&mut self, resources: &Resources) {
+        self.free.subtract(resources);
+    }
+
+    /// Resources of an offer (any form) come back (declined, rescinded, accepted).
+    pub fn unoffer(&mut self, resources: &Resources) {
+        self.free.add(&resources.unallocated());
+    }
+
+    /// A task (with its executor's share) takes resources.
+    pub fn take(&mut self, resources: &Resources) {
+        let r = resources.unallocated();
+        self.used.add(&r);
+        self.free.subtract(&r);
+    }
+
+    /// A task's resources come back at its terminal update.
+    pub fn give_back(&mut self, resources: &Resources) {
+        let r = resources.unallocated();
+        self.used.subtract(&r);
+        self.free.add(&r);
     }
 }
 
@@ -328,19 +399,19 @@ pub struct Master {
     /// What SUBSCRIBED events carry.
     pub info: v1::MasterInfo,
     /// Frameworks by id (removed ones move to `completed_frameworks`).
-    pub frameworks: BTreeMap<String, Framework>,
+    pub frameworks: FastMap<String, Framework>,
     /// Removed frameworks, newest last.
     pub completed_frameworks: VecDeque<Framework>,
     /// Agents by id.
-    pub agents: BTreeMap<String, Agent>,
+    pub agents: FastMap<String, Agent>,
     /// Outstanding offers by id.
-    pub offers: HashMap<String, Offer>,
+    pub offers: FastMap<String, Offer>,
     /// Offer id by lease (core allocation id).
-    pub offer_by_lease: HashMap<String, String>,
+    pub offer_by_lease: FastMap<String, String>,
     /// Tasks by (framework id, task id).
-    pub tasks: HashMap<(String, String), Task>,
+    pub tasks: FastMap<(String, String), Task>,
     /// (framework, role) by core application id.
-    pub apps: HashMap<String, (String, String)>,
+    pub apps: FastMap<String, (String, String)>,
     /// Timers: (clock time, timer).
     pub timers: BinaryHeap<Reverse<(u64, Timer)>>,
     /// Counters.
@@ -370,13 +441,13 @@ impl Master {
             clock,
             core,
             info,
-            frameworks: BTreeMap::new(),
+            frameworks: FastMap::default(),
             completed_frameworks: VecDeque::new(),
-            agents: BTreeMap::new(),
-            offers: HashMap::new(),
-            offer_by_lease: HashMap::new(),
-            tasks: HashMap::new(),
-            apps: HashMap::new(),
+            agents: FastMap::default(),
+            offers: FastMap::default(),
+            offer_by_lease: FastMap::default(),
+            tasks: FastMap::default(),
+            apps: FastMap::default(),
             timers: BinaryHeap::new(),
             counters: Counters::default(),
             broken_streams: Vec::new(),
@@ -435,11 +506,17 @@ impl Master {
         format!("{}-{n:04}", self.info.id)
     }
 
-    /// A new offer id.
+    /// A new offer id (made often: without the formatter).
     pub fn new_offer_id(&mut self) -> String {
         let n = self.next_offer;
         self.next_offer += 1;
-        format!("{}-O{n}", self.info.id)
+        let mut number = itoa::Buffer::new();
+        let number = number.format(n);
+        let mut id = String::with_capacity(self.info.id.len() + 2 + number.len());
+        id.push_str(&self.info.id);
+        id.push_str("-O");
+        id.push_str(number);
+        id
     }
 
     /// A new agent id.

@@ -230,7 +230,7 @@ impl Master {
         };
         let (agent, role, resources) = (t.agent.clone(), t.role.clone(), t.resources.clone());
         if let Some(a) = self.agents.get_mut(&agent) {
-            a.used.subtract(&resources.unallocated());
+            a.give_back(&resources);
             a.tasks.remove(&key);
         }
         self.core.release(app_id(framework, &role), allocation);

@@ -50,6 +50,14 @@ pub fn scalar_from_core(core_name: &str, value: i64) -> (String, f64) {
     (name.to_string(), (v * 1000.0).round() / 1000.0)
 }
 
+/// How much of the Mesos scalar `name` a core resource map holds (in Mesos
+/// units, three decimals); `None` when it holds none of it.
+pub fn granted_scalar(core: &si::Resource, name: &str) -> Option<f64> {
+    let (core_name, scale) = core_unit(name);
+    let q = core.resources.get(core_name)?;
+    Some(((q.value as f64 / scale) * 1000.0).round() / 1000.0)
+}
+
 /// The scalar part of Mesos resources as a core resource map (sums per name).
 pub fn to_core<'a>(resources: impl IntoIterator<Item = &'a v1::Resource>) -> si::Resource {
     let mut sums: std::collections::BTreeMap<String, f64> = Default::default();

@@ -111,10 +111,14 @@ pub(super) fn items(resource: &Resource) -> &[String] {
     resource.set.as_ref().map_or(&[], |s| &s.item)
 }
 
-fn option_equal<T>(left: &Option<T>, right: &Option<T>, equal: fn(&T, &T) -> bool) -> bool {
+fn option_equal<T, B: std::borrow::Borrow<T>>(
+    left: &Option<B>,
+    right: &Option<B>,
+    equal: fn(&T, &T) -> bool,
+) -> bool {
     match (left, right) {
         (None, None) => true,
-        (Some(l), Some(r)) => equal(l, r),
+        (Some(l), Some(r)) => equal(l.borrow(), r.borrow()),
         _ => false,
     }
 }

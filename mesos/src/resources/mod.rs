@@ -463,11 +463,23 @@ impl Resources {
     }
 
     fn set_allocation(&mut self, role: Option<&str>) {
+        let info = role.map(|role| v1::resource::AllocationInfo {
+            role: Some(role.to_string()),
+        });
+        if self
+            .entries
+            .windows(2)
+            .all(|w| w[0].resource.allocation_info == w[1].resource.allocation_info)
+        {
+            // All alike before, all alike after: no two entries can merge.
+            for entry in &mut self.entries {
+                entry.resource.allocation_info = info.clone();
+            }
+            return;
+        }
         let entries = std::mem::take(&mut self.entries);
         for mut entry in entries {
-            entry.resource.allocation_info = role.map(|role| v1::resource::AllocationInfo {
-                role: Some(role.to_string()),
-            });
+            entry.resource.allocation_info = info.clone();
             self.add_entry(entry);
         }
     }
@@ -504,38 +516,49 @@ impl Resources {
         })
     }
 
-    /// What of these (an agent's free resources) a lease of the core grants:
-    /// scalars up to the granted amount per name (`granted`, in Mesos units;
-    /// a name it lacks is not granted), taken entry by entry in order, and
-    /// every range and set entry whole (the core decides by scalars only).
-    pub fn offerable(&self, granted: &BTreeMap<String, f64>) -> Resources {
-        let mut left: BTreeMap<&str, Scalar> = granted
-            .iter()
-            .map(|(name, v)| (name.as_str(), Scalar::from_f64(*v)))
-            .collect();
+    /// What of these (an agent's free resources) goes into an offer to a
+    /// framework of `role`: the entries it may be offered (unreserved, or
+    /// reserved to `role` or an ancestor), scalars up to what the core's
+    /// lease grants per name (`granted`, in Mesos units; a name it does not
+    /// grant is left out), taken entry by entry in order, and every range and
+    /// set entry whole (the core decides by scalars only).
+    pub fn offer_for(&self, role: &str, granted: impl Fn(&str) -> Option<f64>) -> Resources {
         let mut out = Resources::default();
         for entry in &self.entries {
             let r = &entry.resource;
-            if r.r#type() != v1::value::Type::Scalar {
-                out.add_entry(entry.clone());
+            let allowed = match reservation_role(r) {
+                None => true,
+                Some(reserved) => reserved == role || is_strict_subrole(role, reserved),
+            };
+            if !allowed {
                 continue;
             }
-            let Some(budget) = left.get_mut(r.name.as_str()) else {
+            if r.r#type() != v1::value::Type::Scalar {
+                out.entries.push(entry.clone());
+                continue;
+            }
+            // What of the grant is left: the grant less the entries of this
+            // name taken so far (a handful of entries; no map needed).
+            let Some(grant) = granted(&r.name) else {
                 continue;
             };
-            let have = kind::scalar(r);
-            if *budget <= Scalar::ZERO {
+            let taken = out
+                .entries
+                .iter()
+                .filter(|e| {
+                    e.resource.name == r.name && e.resource.r#type() == v1::value::Type::Scalar
+                })
+                .fold(Scalar::ZERO, |sum, e| sum + kind::scalar(&e.resource));
+            let budget = Scalar::from_f64(grant) - taken;
+            if budget <= Scalar::ZERO {
                 continue;
             }
-            if entry.shared_count.is_some() || have <= *budget {
-                *budget -= have;
-                out.add_entry(entry.clone());
-            } else {
-                let mut part = entry.clone();
-                set_scalar(&mut part.resource, *budget);
-                *budget = Scalar::ZERO;
-                out.add_entry(part);
+            let mut part = entry.clone();
+            if entry.shared_count.is_none() && kind::scalar(r) > budget {
+                set_scalar(&mut part.resource, budget);
             }
+            // Entries of a normalised collection stay apart in a part of it.
+            out.entries.push(part);
         }
         out
     }
