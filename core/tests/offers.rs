@@ -522,3 +522,55 @@ fn offer_changes_naming_unknown_things_are_rejected_with_reasons() {
     assert_eq!(reasons.len(), 1, "{reasons:?}");
     assert!(reasons[0].contains("nobody"), "{reasons:?}");
 }
+
+#[test]
+fn a_restricted_node_is_offered_only_to_its_queue_subtree() {
+    let rm = Rm::new(ROLES);
+    // `res` stands for resources reserved to role `team`; `shared` for anyone's.
+    rm.agents(&[("res", 2000, 1024), ("shared", 2000, 1024)]);
+    rm.offers(vec![OfferChange::Restrict {
+        node_id: "res".to_string(),
+        queue: Some("root.team".to_string()),
+    }]);
+    rm.framework("outsider", "root.r2");
+    let leases = rm.leases_of("outsider");
+    assert_eq!(leases.len(), 1, "{leases:?}");
+    assert_eq!(leases[0].node_id, "shared");
+    // A framework below root.team may take it.
+    rm.framework("insider", "root.team.a");
+    let leases = rm.leases_of("insider");
+    assert_eq!(leases.len(), 1, "{leases:?}");
+    assert_eq!(leases[0].node_id, "res");
+    // Lifted: after its lease goes back, anyone may be offered it.
+    rm.offers(vec![OfferChange::Demand {
+        application_id: "insider".to_string(),
+        active: false,
+    }]);
+    rm.decline(&leases[0], Duration::ZERO);
+    rm.offers(vec![OfferChange::Restrict {
+        node_id: "res".to_string(),
+        queue: None,
+    }]);
+    rm.framework("other", "root.r2");
+    let leases = rm.leases_of("other");
+    assert_eq!(leases.len(), 1, "{leases:?}");
+    assert_eq!(leases[0].node_id, "res");
+    // A restriction of a node that is not there is refused with a reason.
+    rm.offers(vec![OfferChange::Restrict {
+        node_id: "nowhere".to_string(),
+        queue: Some("root.r1".to_string()),
+    }]);
+    rm.sched.settle();
+    let rejected: Vec<String> = rm
+        .rec
+        .recorded()
+        .rejected_asks()
+        .map(|r| r.reason.clone())
+        .collect();
+    assert!(
+        rejected
+            .iter()
+            .any(|r| r.contains("node nowhere not found")),
+        "{rejected:?}"
+    );
+}

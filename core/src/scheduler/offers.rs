@@ -36,9 +36,15 @@
 //! the remainder (subset matching). A filter lasts until its time is up and at
 //! least one pass has run since it was set; REVIVE clears them
 //! ([`OfferChange::ClearFilters`]).
+//!
+//! A node may be kept for one queue subtree ([`OfferChange::Restrict`]): only
+//! applications of that queue or below it are offered it. This is how Mesos
+//! reservations map: an agent's resources reserved to a role stand on a node
+//! of their own, offered only to that role and its children.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use unisched_si as si;
@@ -101,6 +107,15 @@ pub enum OfferChange {
     },
     /// Makes the next pass an allocation run (offers are made only then).
     Allocate,
+    /// Offers `node_id` only to applications of the queue `queue` or of a
+    /// queue below it; `None` lifts the restriction. It lasts as long as the
+    /// node; a node the partition does not have is refused with a reason.
+    Restrict {
+        /// Node id.
+        node_id: String,
+        /// Full queue path (`root.a`).
+        queue: Option<String>,
+    },
 }
 
 /// An [`OfferChange`] with its resources converted on the caller's thread.
@@ -122,6 +137,10 @@ pub(super) enum PreparedChange {
         app: String,
     },
     Allocate,
+    Restrict {
+        node: String,
+        queue: Option<String>,
+    },
 }
 
 /// An [`OfferRequest`] ready for the scheduling thread.
@@ -166,6 +185,10 @@ pub(super) fn prepare(names: &ResourceNames, request: OfferRequest) -> PreparedO
                 app: application_id,
             },
             OfferChange::Allocate => PreparedChange::Allocate,
+            OfferChange::Restrict { node_id, queue } => PreparedChange::Restrict {
+                node: node_id,
+                queue,
+            },
         })
         .collect();
     PreparedOffers {
@@ -187,6 +210,8 @@ pub struct OfferPolicy {
     pub run_due: bool,
     /// Filter deadlines: (time, application, node).
     timers: BinaryHeap<Reverse<(u64, AppId, NodeId)>>,
+    /// Nodes kept for a queue subtree, by the subtree's path.
+    restricted: FastMap<NodeId, Arc<str>>,
 }
 
 impl OfferPolicy {
@@ -266,6 +291,7 @@ impl Partition {
                         policy.run_due = true;
                     }
                 }
+                PreparedChange::Restrict { node, queue } => self.restrict(&node, queue),
             }
         }
     }
@@ -362,6 +388,52 @@ impl Partition {
         }
     }
 
+    fn restrict(&mut self, node_id: &str, queue: Option<String>) {
+        let Some(&node) = self.node_by_id.get(node_id) else {
+            return self.reject_offer_change(
+                "",
+                format!(
+                    "offer restriction: node {node_id} not found in partition {}",
+                    self.name
+                ),
+            );
+        };
+        let Some(policy) = self.offers.as_deref_mut() else {
+            return self.reject_offer_change(
+                "",
+                format!(
+                    "node {node_id}: partition {} takes no offer restriction before an offer policy",
+                    self.name
+                ),
+            );
+        };
+        match queue {
+            Some(q) => {
+                policy.restricted.insert(node, Arc::from(q.as_str()));
+            }
+            None => {
+                policy.restricted.remove(&node);
+            }
+        }
+        // A node that was kept from everyone else may be offered again.
+        self.floor_lowered = true;
+    }
+
+    /// True when the node may be offered to applications of `queue`.
+    fn offerable_to(&self, policy: &OfferPolicy, node: NodeId, queue: QueueId) -> bool {
+        let Some(subtree) = policy.restricted.get(&node) else {
+            return true;
+        };
+        let mut q = Some(queue);
+        while let Some(id) = q {
+            if *self.queues[id].path == **subtree {
+                return true;
+            }
+            q = self.queues[id].parent;
+        }
+        false
+    }
+
     /// Drops filters whose time is up (the pass that follows offers again).
     pub(super) fn expire_filters(&mut self, now: u64) {
         let Some(policy) = self.offers.as_deref_mut() else {
@@ -389,11 +461,13 @@ impl Partition {
             .and_then(|p| p.timers.peek().map(|r| r.0.0))
     }
 
-    /// Forgets the filters naming a node that leaves (its slot may be reused).
+    /// Forgets the filters and restriction naming a node that leaves (its
+    /// slot may be reused).
     pub(super) fn forget_node_filters(&mut self, node: NodeId) {
-        if self.offers.is_none() {
+        let Some(policy) = self.offers.as_deref_mut() else {
             return;
-        }
+        };
+        policy.restricted.remove(&node);
         for (_, a) in self.apps.iter_mut() {
             if let Some(o) = a.offers.as_deref_mut() {
                 o.filters.remove(&node);
@@ -462,6 +536,8 @@ impl Partition {
         }
         let (now, pass) = (ctx.now, self.pass);
         let lease_ask = self.apps[app].asks.get(&self.apps[app].id).copied();
+        let app_queue = self.apps[app].queue;
+        let restricted = !policy.restricted.is_empty();
         let Some(offers) = self.apps[app].offers.as_deref() else {
             return false;
         };
@@ -475,6 +551,9 @@ impl Partition {
                 if self.node_exhausted(&node.res) {
                     exhausted.push(n);
                 }
+                return false;
+            }
+            if restricted && !self.offerable_to(policy, n, app_queue) {
                 return false;
             }
             let offer = available.min(&headroom);

@@ -4,8 +4,8 @@
 //! accepted).
 
 use base64::Engine as _;
-use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig, STANDARD};
 use base64::engine::DecodePaddingMode;
+use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig, STANDARD};
 
 /// Standard alphabet, padding optional on input (stout accepts both).
 const LENIENT: GeneralPurpose = GeneralPurpose::new(
@@ -18,7 +18,10 @@ const LENIENT: GeneralPurpose = GeneralPurpose::new(
 /// Appends the base64 of `data` (standard alphabet, padded) to `out`.
 pub(crate) fn encode_into(out: &mut Vec<u8>, data: &[u8]) {
     let start = out.len();
-    out.resize(start + base64::encoded_len(data.len(), true).unwrap_or(0), 0);
+    out.resize(
+        start + base64::encoded_len(data.len(), true).unwrap_or(0),
+        0,
+    );
     let written = STANDARD
         .encode_slice(data, &mut out[start..])
         .unwrap_or_default();
