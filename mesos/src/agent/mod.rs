@@ -85,6 +85,9 @@ pub trait AgentBackend: Send + Sync {
     fn framework_message(&self, framework_id: &str, executor_id: &str, data: Vec<u8>);
     /// Kills everything; the agent is going away.
     fn stop(&self);
+    /// Persistent volumes were destroyed (DESTROY): their data goes. Agents
+    /// that keep no volume data ignore it.
+    fn destroy_volumes(&self, _volumes: &[v1::Resource]) {}
 }
 
 /// Which embedded agent `unisched serve --agents N` starts.

@@ -32,6 +32,14 @@ pub fn master_status(
     }
 }
 
+/// A task recorded in an ACCEPT, to be committed once its operations are
+/// applied.
+struct PendingLaunch {
+    framework: String,
+    task: String,
+    launch: Launch,
+}
+
 /// Gives every resource without an allocation role the offer's `role`, as
 /// upstream does for schedulers that leave it out (those written before
 /// MULTI_ROLE).
@@ -58,6 +66,84 @@ fn inject_allocation(op: &mut v1::offer::Operation, role: &str) {
         for task in &mut group.task_group.tasks {
             fill(&mut task.resources, role);
         }
+    }
+}
+
+/// What an operation that a resource provider applies consumes: CREATE_DISK
+/// and DESTROY_DISK of provider disks, GROW_VOLUME and SHRINK_VOLUME of a
+/// provider's volume (upstream refuses those; here the provider decides).
+/// `None` for an operation the master applies itself.
+fn provider_operation(op: &v1::offer::Operation) -> Option<Resources> {
+    let provided = |r: &v1::Resource| r.provider_id.is_some();
+    let resources: Vec<v1::Resource> = match op.r#type() {
+        Op::CreateDisk => vec![(*op.create_disk.as_ref()?.source).clone()],
+        Op::DestroyDisk => vec![(*op.destroy_disk.as_ref()?.source).clone()],
+        Op::GrowVolume => {
+            let g = op.grow_volume.as_ref()?;
+            vec![(*g.volume).clone(), (*g.addition).clone()]
+        }
+        Op::ShrinkVolume => vec![(*op.shrink_volume.as_ref()?.volume).clone()],
+        _ => return None,
+    };
+    resources
+        .iter()
+        .all(provided)
+        .then(|| Resources::from_vec(resources))
+}
+
+/// Checks an operation a provider applies as upstream does.
+fn validate_provider_operation(op: &v1::offer::Operation) -> Result<(), String> {
+    use v1::resource::disk_info::source::Type as Source;
+    let source_type = |r: &v1::Resource| {
+        r.disk
+            .as_ref()
+            .and_then(|d| d.source.as_ref())
+            .map(|s| s.r#type())
+    };
+    match op.r#type() {
+        Op::CreateDisk => {
+            let c = op.create_disk.as_ref().ok_or("Missing 'create_disk'")?;
+            Resources::validate(std::slice::from_ref(&*c.source))
+                .map_err(|e| format!("Invalid resource in the 'source' field: {e}"))?;
+            if c.source.name != "disk" {
+                return Err("'source' is not a disk resource".to_string());
+            }
+            if source_type(&c.source) != Some(Source::Raw) {
+                return Err("'source' is not a RAW disk resource".to_string());
+            }
+            if !matches!(c.target_type(), Source::Mount | Source::Block) {
+                return Err("'target_type' is neither MOUNT or BLOCK".to_string());
+            }
+            Ok(())
+        }
+        Op::DestroyDisk => {
+            let d = op.destroy_disk.as_ref().ok_or("Missing 'destroy_disk'")?;
+            Resources::validate(std::slice::from_ref(&*d.source))
+                .map_err(|e| format!("Invalid resource in the 'source' field: {e}"))?;
+            if d.source
+                .disk
+                .as_ref()
+                .is_some_and(|x| x.persistence.is_some())
+            {
+                return Err("A disk resource containing a persistent volume cannot be destroyed directly. Please destroy the persistent volume first then destroy the disk resource".to_string());
+            }
+            match source_type(&d.source) {
+                Some(Source::Mount | Source::Block) => Ok(()),
+                Some(Source::Raw)
+                    if d.source
+                        .disk
+                        .as_ref()
+                        .and_then(|x| x.source.as_ref())
+                        .is_some_and(|s| s.id.is_some()) =>
+                {
+                    Ok(())
+                }
+                _ => Err(
+                    "'source' is neither a MOUNT, a BLOCK nor a RAW disk with an id".to_string(),
+                ),
+            }
+        }
+        _ => Ok(()),
     }
 }
 
@@ -172,11 +258,10 @@ impl Master {
         let offers: Vec<_> = accept
             .offer_ids
             .iter()
-            .filter_map(|id| self.take_offer(&id.value))
+            .filter_map(|id| self.withdraw_offer(&id.value))
             .collect();
         let role = offers[0].role.clone();
         let agent_id = offers[0].agent.clone();
-        let app = app_id(framework, &role);
         for op in &mut accept.operations {
             inject_allocation(op, &role);
         }
@@ -184,7 +269,8 @@ impl Master {
         for o in &offers {
             remaining.add(&o.resources);
         }
-        let mut launched_any = false;
+        let mut launches: Vec<PendingLaunch> = Vec::new();
+        let mut pools_changed = false;
         for op in &accept.operations {
             match op.r#type() {
                 Op::Launch => {
@@ -208,8 +294,9 @@ impl Master {
                         match checked {
                             Ok(consumed) => {
                                 remaining.subtract(&consumed);
-                                self.launch(framework, &role, &agent_id, task, None, consumed);
-                                launched_any = true;
+                                launches.push(self.record_task(
+                                    framework, &role, &agent_id, task, None, consumed,
+                                ));
                             }
                             Err(message) => self.task_error(framework, &task, &agent_id, message),
                         }
@@ -232,17 +319,16 @@ impl Master {
                                     ));
                                 }
                                 first = false;
-                                self.launch(
+                                launches.push(self.record_task(
                                     framework,
                                     &role,
                                     &agent_id,
                                     task,
                                     Some((*group.executor).clone()),
                                     mine,
-                                );
+                                ));
                             }
                             remaining.subtract(&consumed);
-                            launched_any = true;
                         }
                         Err(message) => {
                             for task in &group.task_group.tasks {
@@ -251,18 +337,76 @@ impl Master {
                         }
                     }
                 }
-                _ => self.drop_operation(
+                Op::CreateDisk | Op::DestroyDisk | Op::GrowVolume | Op::ShrinkVolume
+                    if provider_operation(op).is_some() =>
+                {
+                    let consumed = provider_operation(op).unwrap_or_default();
+                    let checked = validate_provider_operation(op).and_then(|()| {
+                        if remaining.contains(&consumed) {
+                            Ok(())
+                        } else {
+                            Err(format!(
+                                "Invalid {} operation: {consumed} are not available in the offered resources {remaining}",
+                                op.r#type().as_str_name()
+                            ))
+                        }
+                    });
+                    match checked.and_then(|()| {
+                        self.apply_provider_operation(framework, &agent_id, op, &consumed)
+                    }) {
+                        Ok(()) => remaining.subtract(&consumed),
+                        Err(message) => self.drop_operation(framework, op, &message),
+                    }
+                }
+                Op::Reserve
+                | Op::Unreserve
+                | Op::Create
+                | Op::Destroy
+                | Op::GrowVolume
+                | Op::ShrinkVolume => {
+                    match self.apply_speculative(framework, &agent_id, op, &mut remaining) {
+                        Ok(moved) => pools_changed |= moved,
+                        Err(message) => self.drop_operation(framework, op, &message),
+                    }
+                }
+                Op::CreateDisk | Op::DestroyDisk => self.drop_operation(
                     framework,
                     op,
-                    "Operation is not supported by this master yet",
+                    &format!(
+                        "Invalid {} operation: its 'source' is not a resource provider's disk",
+                        op.r#type().as_str_name()
+                    ),
                 ),
+                Op::Unknown => self.drop_operation(framework, op, "Unknown operation"),
             }
         }
-        if !launched_any {
+        if launches.is_empty() {
             self.counters.offers_declined += offers.len() as u64;
         }
-        // Leases go back in the same request that takes the tasks' allocations
-        // from them; the filter for the rest goes first.
+        // What is left goes back to the agent; the filter for it is set below.
+        if let Some(a) = self.agents.get_mut(&agent_id) {
+            a.unoffer(&remaining);
+        }
+        if pools_changed {
+            // Resources moved between pools: the leases go first, then the
+            // pools' nodes change, then the tasks take their allocations.
+            for o in &offers {
+                self.release_leases(o);
+            }
+            self.sync_pools(&agent_id);
+            for launch in launches {
+                self.commit_launch(launch);
+            }
+        } else {
+            // Leases go back in the same request that takes the tasks'
+            // allocations from them.
+            for launch in launches {
+                self.commit_launch(launch);
+            }
+            for o in &offers {
+                self.release_leases(o);
+            }
+        }
         self.decline_resources(
             framework,
             &role,
@@ -270,9 +414,6 @@ impl Master {
             &remaining,
             accept.filters.as_ref(),
         );
-        for o in offers {
-            self.core.release(app.clone(), o.lease);
-        }
     }
 
     /// Whether launching under `executor` starts a new executor on the agent.
@@ -293,6 +434,11 @@ impl Master {
         group_executor: Option<&v1::ExecutorInfo>,
     ) -> Result<Resources, String> {
         validate_id(&task.task_id.value).map_err(|e| format!("Task has an invalid TaskID: {e}"))?;
+        if self.agents.get(agent).is_some_and(|a| a.external) {
+            return Err(format!(
+                "Agent {agent} stands for the resources of an external resource provider and runs no tasks"
+            ));
+        }
         if self.frameworks[framework]
             .tasks
             .contains(&task.task_id.value)
@@ -403,9 +549,9 @@ impl Master {
         self.send(framework, Self::update_event(status));
     }
 
-    /// Records a task (staging), takes its core allocation from the offers'
-    /// leases, and hands it to the agent.
-    fn launch(
+    /// Records a task (staging) and what it holds of its agent; its core
+    /// allocations and its start on the agent follow in [`Self::commit_launch`].
+    fn record_task(
         &mut self,
         framework: &str,
         role: &str,
@@ -413,7 +559,7 @@ impl Master {
         task: v1::TaskInfo,
         group_executor: Option<v1::ExecutorInfo>,
         resources: Resources,
-    ) {
+    ) -> PendingLaunch {
         let executor = group_executor.or_else(|| task.executor.as_deref().cloned());
         if let Some(e) = &executor {
             let key = (framework.to_string(), e.executor_id.value.clone());
@@ -421,15 +567,8 @@ impl Master {
             a.executors.entry(key).or_insert_with(|| e.clone());
         }
         let task_id = task.task_id.value.clone();
-        let allocation = task_allocation_id(framework, &task_id);
-        self.core.allocate(
-            app_id(framework, role),
-            allocation.clone(),
-            agent.to_string(),
-            to_core(resources.iter()),
-        );
         let a = self.agents.get_mut(agent).expect("agent exists");
-        a.take(&resources);
+        a.launch_from_offer(&resources);
         a.tasks.insert((framework.to_string(), task_id.clone()));
         let f = self
             .frameworks
@@ -443,7 +582,7 @@ impl Master {
             executor: executor.clone(),
         };
         self.tasks.insert(
-            (framework.to_string(), task_id),
+            (framework.to_string(), task_id.clone()),
             Task {
                 framework: framework.to_string(),
                 agent: agent.to_string(),
@@ -454,30 +593,78 @@ impl Master {
                 statuses: Vec::new(),
                 stream: StatusStream::default(),
                 resources,
-                allocation: Some(allocation),
+                allocations: Vec::new(),
+                holds: true,
             },
         );
-        self.agents[agent].backend.launch(launch);
+        PendingLaunch {
+            framework: framework.to_string(),
+            task: task_id,
+            launch,
+        }
     }
 
-    /// An operation that is not applied: with an operation id, the framework
-    /// gets OPERATION_ERROR (as upstream drops operations); without, it is
-    /// only logged.
-    fn drop_operation(&mut self, framework: &str, op: &v1::offer::Operation, message: &str) {
-        tracing::warn!(%framework, op = ?op.r#type(), %message, "operation dropped");
-        let Some(id) = &op.id else { return };
-        let event = v1::scheduler::Event {
-            r#type: Some(v1::scheduler::event::Type::UpdateOperationStatus as i32),
-            update_operation_status: Some(v1::scheduler::event::UpdateOperationStatus {
-                status: v1::OperationStatus {
-                    operation_id: Some(id.clone()),
-                    state: v1::OperationState::OperationError as i32,
-                    message: Some(message.to_string()),
-                    ..Default::default()
-                },
-            }),
-            ..Default::default()
+    /// A recorded task takes its core allocations (one per pool of the agent
+    /// it uses) and starts on its agent.
+    fn commit_launch(&mut self, pending: PendingLaunch) {
+        let PendingLaunch {
+            framework,
+            task,
+            launch,
+        } = pending;
+        let key = (framework.clone(), task.clone());
+        let Some(t) = self.tasks.get(&key) else {
+            return;
         };
-        self.send(framework, event);
+        let (agent, role) = (t.agent.clone(), t.role.clone());
+        let parts = super::pools::split(&t.resources);
+        let base = task_allocation_id(&framework, &task);
+        let mut allocations = Vec::new();
+        for (pool, part) in parts {
+            let Some(node) = self
+                .agents
+                .get(&agent)
+                .and_then(|a| a.pools.get(&pool))
+                .map(|p| p.node.clone())
+            else {
+                continue;
+            };
+            let scalars = to_core(part.iter());
+            if scalars.resources.is_empty() {
+                continue;
+            }
+            let id = if node == agent {
+                base.clone()
+            } else {
+                format!("{base}@{node}")
+            };
+            self.core
+                .allocate(app_id(&framework, &role), id.clone(), node, scalars);
+            allocations.push(id);
+        }
+        let provided: Vec<v1::Resource> = self
+            .tasks
+            .get(&key)
+            .map(|t| {
+                t.resources
+                    .iter()
+                    .filter(|r| r.provider_id.is_some())
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        if let Some(t) = self.tasks.get_mut(&key) {
+            t.allocations = allocations;
+        }
+        if let Some(provider) = provided
+            .first()
+            .and_then(|r| r.provider_id.as_ref())
+            .map(|p| p.value.clone())
+        {
+            // Provider resources are published before the task starts.
+            self.publish_then_launch(&provider, &framework, &task, provided, launch);
+        } else if let Some(a) = self.agents.get(&agent) {
+            a.backend.launch(launch);
+        }
     }
 }

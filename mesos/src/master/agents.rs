@@ -1,10 +1,7 @@
 //! Agents join (a node of the core) and leave (their offers rescinded, their
 //! tasks lost, frameworks told with FAILURE).
 
-use unisched_si as si;
-
 use super::state::{Agent, Master};
-use super::units::to_core;
 use crate::v1;
 use crate::v1::scheduler::{Event, event};
 
@@ -28,30 +25,15 @@ impl Master {
             id: Some(v1::AgentId { value: id.clone() }),
             domain: None,
         };
-        self.core.node(si::NodeInfo {
-            node_id: id.clone(),
-            action: si::node_info::ActionFromRm::Create as i32,
-            attributes: [
-                (si::HOSTNAME_ATTRIBUTE.to_string(), info.hostname.clone()),
-                (
-                    si::NODE_PARTITION_ATTRIBUTE.to_string(),
-                    self.core.partition.clone(),
-                ),
-            ]
-            .into(),
-            schedulable_resource: Some(to_core(resources.iter())),
-            occupied_resource: (!occupied.is_empty()).then(|| to_core(occupied.iter())),
-            ..Default::default()
-        });
+        let now = self.now();
+        let mut agent = Agent::new(id.clone(), info, resources, occupied, backend, now);
+        agent.pid = self.new_agent_pid();
+        self.agents.insert(id.clone(), agent);
+        self.sync_pools(&id);
         // A new agent is offered at once, as Mesos does.
         self.core.offers(vec![
             unisched_core::scheduler::offers::OfferChange::Allocate,
         ]);
-        let now = self.now();
-        self.agents.insert(
-            id.clone(),
-            Agent::new(id.clone(), info, resources, occupied, backend, now),
-        );
         id
     }
 
@@ -80,13 +62,9 @@ impl Master {
                 &format!("Agent {id} removed: {why}"),
             );
         }
+        self.drop_pools(id);
         let agent = self.agents.remove(id).expect("agent exists");
         agent.backend.stop();
-        self.core.node(si::NodeInfo {
-            node_id: id.to_string(),
-            action: si::node_info::ActionFromRm::Decomission as i32,
-            ..Default::default()
-        });
         let frameworks: Vec<String> = self
             .frameworks
             .values()

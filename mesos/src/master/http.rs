@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
@@ -48,6 +48,11 @@ pub fn router(master: MasterHandle, token: Option<&str>, stream_capacity: usize)
     };
     Router::new()
         .route("/api/v1/scheduler", any(scheduler))
+        .route("/api/v1/resource_provider", any(resource_provider_master))
+        .route(
+            "/{process}/api/v1/resource_provider",
+            any(resource_provider_agent),
+        )
         .route("/state", get(state))
         .route("/state.json", get(state))
         .route("/master/state", get(state))
@@ -174,48 +179,97 @@ pub fn validate_call(call: &Call) -> Result<(), String> {
     }
 }
 
-async fn scheduler(
-    State(edge): State<Edge>,
-    method: Method,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    if method != Method::POST {
+/// What every call of the v1 APIs is checked for before its body means
+/// anything: method, token, content type, body; then the body decoded.
+fn decode_call<T>(
+    edge: &Edge,
+    method: &Method,
+    headers: &HeaderMap,
+    body: &Bytes,
+) -> Result<T, Box<Response>>
+where
+    T: prost::Message + prost_reflect::ReflectMessage + Default,
+{
+    if *method != Method::POST {
         let mut r = text(
             StatusCode::METHOD_NOT_ALLOWED,
             format!("Expecting one of {{ 'POST' }}, but received '{method}'"),
         );
         r.headers_mut()
             .insert(header::ALLOW, HeaderValue::from_static("POST"));
-        return r;
+        return Err(Box::new(r));
     }
-    if !admits(&edge.token, &headers) {
+    if !admits(&edge.token, headers) {
         let mut r = text(StatusCode::UNAUTHORIZED, "Unauthorized");
         r.headers_mut().insert(
             header::WWW_AUTHENTICATE,
             HeaderValue::from_static("Bearer realm=\"mesos\""),
         );
-        return r;
+        return Err(Box::new(r));
     }
     let Some(content_type) = headers.get(header::CONTENT_TYPE) else {
-        return text(
+        return Err(Box::new(text(
             StatusCode::BAD_REQUEST,
             "Expecting 'Content-Type' to be present",
-        );
+        )));
     };
     let Ok(content_type) = content_type
         .to_str()
         .map_err(|_| ())
         .and_then(|c| ContentType::from_content_type_header(c).map_err(|_| ()))
     else {
-        return text(
+        return Err(Box::new(text(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "Expecting 'Content-Type' of application/json or application/x-protobuf",
-        );
+        )));
     };
-    let call: Call = match crate::codec::decode(&body, content_type) {
+    crate::codec::decode(body, content_type)
+        .map_err(|e| Box::new(text(StatusCode::BAD_REQUEST, e.to_string())))
+}
+
+/// The encoding a SUBSCRIBE's `Accept` chooses, or 406; and 400 when the
+/// SUBSCRIBE carries a stream id.
+fn subscribe_checks(headers: &HeaderMap) -> Result<ContentType, Box<Response>> {
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+    let Some(accept) = crate::codec::accept_negotiation(accept) else {
+        return Err(Box::new(text(
+            StatusCode::NOT_ACCEPTABLE,
+            "Expecting 'Accept' to allow 'application/x-protobuf' or 'application/json'",
+        )));
+    };
+    if headers.get(STREAM_ID).is_some() {
+        return Err(Box::new(text(
+            StatusCode::BAD_REQUEST,
+            "Subscribe calls should not include the 'Mesos-Stream-Id' header",
+        )));
+    }
+    Ok(accept)
+}
+
+fn stream_id_of(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get(STREAM_ID)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+}
+
+fn outcome(result: Result<CallOutcome, CallError>) -> Response {
+    match result {
+        Ok(CallOutcome::Accepted) => StatusCode::ACCEPTED.into_response(),
+        Ok(CallOutcome::Ok) => StatusCode::OK.into_response(),
+        Err(e) => call_error(e),
+    }
+}
+
+async fn scheduler(
+    State(edge): State<Edge>,
+    method: Method,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let call: Call = match decode_call(&edge, &method, &headers, &body) {
         Ok(c) => c,
-        Err(e) => return text(StatusCode::BAD_REQUEST, e.to_string()),
+        Err(r) => return *r,
     };
     if let Err(e) = validate_call(&call) {
         return text(
@@ -224,64 +278,179 @@ async fn scheduler(
         );
     }
     let kind = call.r#type();
-    let accept = if matches!(kind, CallType::Subscribe | CallType::ReconcileOperations) {
-        let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
-        match crate::codec::accept_negotiation(accept) {
-            Some(t) => Some(t),
-            None => {
-                return text(
-                    StatusCode::NOT_ACCEPTABLE,
-                    "Expecting 'Accept' to allow 'application/x-protobuf' or 'application/json'",
-                );
-            }
-        }
-    } else {
-        None
-    };
-    let stream_id = headers
-        .get(STREAM_ID)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string);
     if kind == CallType::Subscribe {
-        if stream_id.is_some() {
+        let accept = match subscribe_checks(&headers) {
+            Ok(a) => a,
+            Err(r) => return *r,
+        };
+        let subscribe = call.subscribe.unwrap_or_default();
+        return subscribe_stream(&edge, subscribe, accept);
+    }
+    if kind == CallType::ReconcileOperations {
+        let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+        if crate::codec::accept_negotiation(accept).is_none() {
             return text(
-                StatusCode::BAD_REQUEST,
-                "Subscribe calls should not include the 'Mesos-Stream-Id' header",
+                StatusCode::NOT_ACCEPTABLE,
+                "Expecting 'Accept' to allow 'application/x-protobuf' or 'application/json'",
             );
         }
-        let subscribe = call.subscribe.unwrap_or_default();
-        return subscribe_stream(&edge, subscribe, accept.unwrap_or(ContentType::Json));
     }
-    match edge.master.call(call, stream_id).await {
-        Ok(CallOutcome::Accepted) => StatusCode::ACCEPTED.into_response(),
-        Ok(CallOutcome::Ok) => StatusCode::OK.into_response(),
-        Err(e) => call_error(e),
+    outcome(edge.master.call(call, stream_id_of(&headers)).await)
+}
+
+/// `/api/v1/resource_provider` of the master: external providers.
+async fn resource_provider_master(
+    State(edge): State<Edge>,
+    method: Method,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    resource_provider(edge, None, method, headers, body).await
+}
+
+/// `/slave(N)/api/v1/resource_provider`: agent N's local providers.
+async fn resource_provider_agent(
+    State(edge): State<Edge>,
+    Path(process): Path<String>,
+    method: Method,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let n = process
+        .strip_prefix("slave(")
+        .and_then(|r| r.strip_suffix(')'))
+        .and_then(|n| n.parse::<u32>().ok());
+    match n {
+        Some(n) => resource_provider(edge, Some(n), method, headers, body).await,
+        None => text(StatusCode::NOT_FOUND, format!("No process '{process}'")),
     }
 }
 
-/// Tells the master when the response stream of a subscription goes away.
+async fn resource_provider(
+    edge: Edge,
+    endpoint: Option<u32>,
+    method: Method,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    use crate::v1::resource_provider::{Call as RpCall, call::Type as RpType};
+    let call: RpCall = match decode_call(&edge, &method, &headers, &body) {
+        Ok(c) => c,
+        Err(r) => return *r,
+    };
+    if let Err(e) = super::providers::validate_call(&call) {
+        return text(
+            StatusCode::BAD_REQUEST,
+            format!("Failed to validate resource_provider::Call: {e}"),
+        );
+    }
+    if call.r#type() == RpType::Subscribe {
+        let accept = match subscribe_checks(&headers) {
+            Ok(a) => a,
+            Err(r) => return *r,
+        };
+        let subscribe = call.subscribe.unwrap_or_default();
+        let (sink, events) = mpsc::channel(edge.stream_capacity.max(1));
+        let stream_id = uuid::Uuid::new_v4().to_string();
+        edge.master.send(Input::ProviderSubscribe {
+            endpoint,
+            subscribe: Box::new(subscribe),
+            stream_id: stream_id.clone(),
+            sink,
+        });
+        let master = edge.master.clone();
+        let id = stream_id.clone();
+        return event_stream(
+            events,
+            accept,
+            &stream_id,
+            move |e: &crate::v1::resource_provider::Event| {
+                e.subscribed.as_ref().map(|s| {
+                    let (master, provider, stream_id) =
+                        (master.clone(), s.provider_id.value.clone(), id.clone());
+                    Box::new(move || {
+                        master.send(Input::ProviderClosed {
+                            provider,
+                            stream_id,
+                        });
+                    }) as Box<dyn FnOnce() + Send>
+                })
+            },
+        );
+    }
+    outcome(
+        edge.master
+            .provider_call(endpoint, call, stream_id_of(&headers))
+            .await,
+    )
+}
+
+/// Runs `on_close` when the response stream of a subscription goes away
+/// (the client hung up), unless the master closed it itself.
 struct StreamGuard {
-    master: MasterHandle,
-    stream_id: String,
-    framework: Option<String>,
+    on_close: Option<Box<dyn FnOnce() + Send>>,
 }
 
 impl StreamGuard {
     /// The master closed the stream itself (ERROR, removal): nothing to report.
     fn disarm(&mut self) {
-        self.framework = None;
+        self.on_close = None;
     }
 }
 
 impl Drop for StreamGuard {
     fn drop(&mut self) {
-        if let Some(framework) = self.framework.take() {
-            self.master.send(Input::StreamClosed {
-                framework,
-                stream_id: self.stream_id.clone(),
-            });
+        if let Some(f) = self.on_close.take() {
+            f();
         }
     }
+}
+
+/// A 200 response streaming `events` as RecordIO in `accept`'s encoding;
+/// `arm` looks at each event and, at the first that identifies the
+/// subscriber, gives what to run when the client goes away.
+fn event_stream<E, A>(
+    events: mpsc::Receiver<E>,
+    accept: ContentType,
+    stream_id: &str,
+    arm: A,
+) -> Response
+where
+    E: prost::Message + prost_reflect::ReflectMessage + Send + 'static,
+    A: Fn(&E) -> Option<Box<dyn FnOnce() + Send>> + Send + 'static,
+{
+    let guard = StreamGuard { on_close: None };
+    let body = futures_util::stream::unfold(
+        (events, guard, arm),
+        move |(mut events, mut guard, arm)| async move {
+            match events.recv().await {
+                Some(event) => {
+                    if guard.on_close.is_none()
+                        && let Some(f) = arm(&event)
+                    {
+                        guard.on_close = Some(f);
+                    }
+                    let record = crate::codec::encode(&event, accept);
+                    let bytes = Bytes::from(crate::recordio::encode_record(&record));
+                    Some((Ok::<Bytes, Infallible>(bytes), (events, guard, arm)))
+                }
+                None => {
+                    guard.disarm();
+                    None
+                }
+            }
+        },
+    );
+    let mut response = Response::new(Body::from_stream(body));
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(accept.mime()),
+    );
+    if let Ok(v) = HeaderValue::from_str(stream_id) {
+        headers.insert(STREAM_ID, v);
+    }
+    response
 }
 
 fn subscribe_stream(
@@ -296,38 +465,20 @@ fn subscribe_stream(
         stream_id: stream_id.clone(),
         sink,
     });
-    let guard = StreamGuard {
-        master: edge.master.clone(),
-        stream_id: stream_id.clone(),
-        framework: None,
-    };
-    let body =
-        futures_util::stream::unfold((events, guard), move |(mut events, mut guard)| async move {
-            match events.recv().await {
-                Some(event) => {
-                    if let Some(s) = &event.subscribed {
-                        guard.framework = Some(s.framework_id.value.clone());
-                    }
-                    let record = crate::codec::encode(&event, accept);
-                    let bytes = Bytes::from(crate::recordio::encode_record(&record));
-                    Some((Ok::<Bytes, Infallible>(bytes), (events, guard)))
-                }
-                None => {
-                    guard.disarm();
-                    None
-                }
-            }
-        });
-    let mut response = Response::new(Body::from_stream(body));
-    let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static(accept.mime()),
-    );
-    if let Ok(v) = HeaderValue::from_str(&stream_id) {
-        headers.insert(STREAM_ID, v);
-    }
-    response
+    let master = edge.master.clone();
+    let id = stream_id.clone();
+    event_stream(events, accept, &stream_id, move |e: &Event| {
+        e.subscribed.as_ref().map(|s| {
+            let (master, framework, stream_id) =
+                (master.clone(), s.framework_id.value.clone(), id.clone());
+            Box::new(move || {
+                master.send(Input::StreamClosed {
+                    framework,
+                    stream_id,
+                });
+            }) as Box<dyn FnOnce() + Send>
+        })
+    })
 }
 
 async fn state(State(edge): State<Edge>) -> Response {

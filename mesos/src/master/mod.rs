@@ -44,9 +44,13 @@
 mod accept;
 mod agents;
 pub mod config;
+mod feedback;
 pub mod framework;
 pub mod http;
 mod offers;
+mod operations;
+mod pools;
+mod providers;
 pub mod report;
 mod state;
 pub mod status;
@@ -204,6 +208,36 @@ pub enum Input {
         stream_id: Option<String>,
         /// The outcome.
         reply: oneshot::Sender<Result<CallOutcome, CallError>>,
+    },
+    /// A resource provider's SUBSCRIBE on an agent's endpoint (`Some(N)`
+    /// for `/slave(N)/`) or the master's (`None`).
+    ProviderSubscribe {
+        /// Which endpoint.
+        endpoint: Option<u32>,
+        /// The call's payload.
+        subscribe: Box<crate::v1::resource_provider::call::Subscribe>,
+        /// The stream's `Mesos-Stream-Id`.
+        stream_id: String,
+        /// Where its events go.
+        sink: mpsc::Sender<crate::v1::resource_provider::Event>,
+    },
+    /// Any other resource provider call.
+    ProviderCall {
+        /// Which endpoint.
+        endpoint: Option<u32>,
+        /// The call (validated).
+        call: Box<crate::v1::resource_provider::Call>,
+        /// The `Mesos-Stream-Id` header, if any.
+        stream_id: Option<String>,
+        /// The outcome.
+        reply: oneshot::Sender<Result<CallOutcome, CallError>>,
+    },
+    /// A resource provider's stream closed.
+    ProviderClosed {
+        /// Provider id.
+        provider: String,
+        /// Its stream id.
+        stream_id: String,
     },
     /// A subscription's stream closed (the client went away).
     StreamClosed {
@@ -429,6 +463,48 @@ impl MasterHandle {
         })
     }
 
+    /// Subscribes a resource provider in process on an agent's endpoint
+    /// (`Some(N)`) or the master's: returns the stream id and its events.
+    pub fn provider_subscribe(
+        &self,
+        endpoint: Option<u32>,
+        subscribe: crate::v1::resource_provider::call::Subscribe,
+        capacity: usize,
+    ) -> (String, mpsc::Receiver<crate::v1::resource_provider::Event>) {
+        let (sink, events) = mpsc::channel(capacity.max(1));
+        let stream_id = uuid::Uuid::new_v4().to_string();
+        self.send(Input::ProviderSubscribe {
+            endpoint,
+            subscribe: Box::new(subscribe),
+            stream_id: stream_id.clone(),
+            sink,
+        });
+        (stream_id, events)
+    }
+
+    /// Makes a resource provider call (not SUBSCRIBE) and waits for its outcome.
+    pub async fn provider_call(
+        &self,
+        endpoint: Option<u32>,
+        call: crate::v1::resource_provider::Call,
+        stream_id: Option<String>,
+    ) -> Result<CallOutcome, CallError> {
+        let (reply, rx) = oneshot::channel();
+        let stopped = || CallError {
+            status: 503,
+            message: "the master has stopped".to_string(),
+        };
+        if !self.send(Input::ProviderCall {
+            endpoint,
+            call: Box::new(call),
+            stream_id,
+            reply,
+        }) {
+            return Err(stopped());
+        }
+        rx.await.unwrap_or_else(|_| Err(stopped()))
+    }
+
     /// Adds an agent and returns its id.
     pub async fn add_agent(&self, spec: AgentSpec) -> Option<String> {
         let (reply, rx) = oneshot::channel();
@@ -547,6 +623,25 @@ impl state::Master {
                 framework,
                 stream_id,
             } => self.stream_closed(&framework, &stream_id),
+            Input::ProviderSubscribe {
+                endpoint,
+                subscribe,
+                stream_id,
+                sink,
+            } => self.provider_subscribe(endpoint, *subscribe, stream_id, sink),
+            Input::ProviderCall {
+                endpoint,
+                call,
+                stream_id,
+                reply,
+            } => {
+                let outcome = self.provider_call(endpoint, *call, stream_id);
+                let _ = reply.send(outcome);
+            }
+            Input::ProviderClosed {
+                provider,
+                stream_id,
+            } => self.provider_closed(&provider, &stream_id),
             Input::Core(update) => self.core_update(update),
             Input::Agent(update) => self.agent_update(update),
             Input::AddAgent { spec, reply } => {
@@ -579,6 +674,11 @@ impl state::Master {
             Timer::Failover(fw) => self.failover_timer(&fw),
             Timer::StatusRetry(fw, task) => self.retry_status(&fw, &task),
             Timer::OfferTimeout(offer) => self.offer_timed_out(&offer),
+            Timer::OperationRetry(uuid) => self.retry_operation_status(&uuid),
+            Timer::PublishTimeout(uuid) => self.provider_publish_status(
+                &uuid,
+                crate::v1::resource_provider::call::update_publish_resources_status::Status::Unknown,
+            ),
             Timer::AllocationTick => {
                 self.core.offers(vec![OfferChange::Allocate]);
                 let tick = self.settings.allocation_interval;

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use unisched_core::scheduler::offers::OfferChange;
 use unisched_si as si;
 
-use super::state::{Master, Offer, RUN_TIMINGS_KEPT, Timer};
+use super::state::{Master, Offer, OfferKey, RUN_TIMINGS_KEPT, Timer};
 use super::units::{app_id, granted_scalar, to_core};
 use crate::resources::Resources;
 use crate::v1;
@@ -59,14 +59,29 @@ impl Master {
         if response.new.is_empty() {
             return;
         }
-        let mut by_framework: BTreeMap<String, Vec<v1::Offer>> = BTreeMap::new();
+        // One offer per (framework, role, agent) of this run, made of the
+        // leases of that agent's pools, in the order the core made them.
+        let mut parts: Vec<(OfferKey, Vec<String>, Resources)> = Vec::new();
         for lease in response.new {
             if lease.allocation_key != lease.application_id {
                 continue;
             }
-            if let Some((framework, offer)) = self.lease_to_offer(lease) {
-                by_framework.entry(framework).or_default().push(offer);
+            let Some((key, resources)) = self.lease_part(&lease) else {
+                continue;
+            };
+            match parts.iter_mut().find(|(k, _, _)| *k == key) {
+                Some((_, leases, r)) => {
+                    leases.push(lease.allocation_id);
+                    r.add(&resources);
+                }
+                None => parts.push((key, vec![lease.allocation_id], resources)),
             }
+        }
+        let mut by_framework: BTreeMap<String, Vec<v1::Offer>> = BTreeMap::new();
+        for (key, leases, resources) in parts {
+            let framework = key.framework.clone();
+            let offer = self.make_offer(key, leases, resources);
+            by_framework.entry(framework).or_default().push(offer);
         }
         for (framework, offers) in by_framework {
             self.counters.offers_sent += offers.len() as u64;
@@ -88,21 +103,29 @@ impl Master {
         }
     }
 
-    /// A lease from the core as an offer of the agent's free resources: its
-    /// scalars, and the free ranges and sets (ports) that go with them.
-    fn lease_to_offer(&mut self, lease: si::Allocation) -> Option<(String, v1::Offer)> {
+    /// What a lease of the core grants of its pool's free resources (its
+    /// scalars, and the free ranges and sets that go with them), taken out of
+    /// the agent's free resources; `None` (and the lease released) when it
+    /// cannot become part of an offer.
+    fn lease_part(&mut self, lease: &si::Allocation) -> Option<(OfferKey, Resources)> {
+        let release = |m: &mut Self| {
+            m.core
+                .release(lease.application_id.clone(), lease.allocation_id.clone());
+            None
+        };
         let Some((framework, role)) = self.apps.get(&lease.application_id).cloned() else {
             // The framework left while the lease was on its way.
-            self.core.release(lease.application_id, lease.allocation_id);
-            return None;
+            return release(self);
         };
         let connected = self
             .frameworks
             .get(&framework)
             .is_some_and(|f| f.connected());
-        let Some(agent) = self.agents.get(&lease.node_id).filter(|_| connected) else {
-            self.core.release(lease.application_id, lease.allocation_id);
-            return None;
+        let Some((agent_id, pool)) = self.nodes.get(&lease.node_id).cloned() else {
+            return release(self);
+        };
+        let Some(agent) = self.agents.get_mut(&agent_id).filter(|_| connected) else {
+            return release(self);
         };
         let granted = |name: &str| {
             lease
@@ -110,11 +133,36 @@ impl Master {
                 .as_ref()
                 .and_then(|r| granted_scalar(r, name))
         };
-        let mut resources = agent.available().offer_for(&role, granted);
+        let resources = agent
+            .available()
+            .offer_for(&role, |r| pool.holds(r), granted);
         if resources.is_empty() {
-            self.core.release(lease.application_id, lease.allocation_id);
-            return None;
+            return release(self);
         }
+        agent.offer(&resources);
+        Some((
+            OfferKey {
+                framework,
+                role,
+                agent: agent_id,
+            },
+            resources,
+        ))
+    }
+
+    /// Records an offer of `resources` (unallocated form) made of `leases`.
+    fn make_offer(
+        &mut self,
+        key: OfferKey,
+        leases: Vec<String>,
+        mut resources: Resources,
+    ) -> v1::Offer {
+        let OfferKey {
+            framework,
+            role,
+            agent: agent_id,
+        } = key;
+        let agent = &self.agents[&agent_id];
         let hostname = agent.info.hostname.clone();
         let attributes = agent.info.attributes.clone();
         let executor_ids: Vec<v1::ExecutorId> = agent
@@ -123,10 +171,10 @@ impl Master {
             .filter(|(f, _)| *f == framework)
             .map(|(_, e)| v1::ExecutorId { value: e.clone() })
             .collect();
-        let agent_id = agent.id.clone();
         let id = self.new_offer_id();
         let now = self.now();
-        let mut offer = v1::Offer {
+        resources.allocate(&role);
+        let offer = v1::Offer {
             id: v1::OfferId { value: id.clone() },
             framework_id: v1::FrameworkId {
                 value: framework.clone(),
@@ -137,7 +185,7 @@ impl Master {
             hostname,
             url: None,
             domain: None,
-            resources: Vec::new(),
+            resources: resources.to_vec(),
             attributes,
             executor_ids,
             unavailability: None,
@@ -145,14 +193,9 @@ impl Master {
                 role: Some(role.clone()),
             }),
         };
-        self.agents
-            .get_mut(&agent_id)
-            .expect("agent exists")
-            .offer(&resources);
-        resources.allocate(&role);
-        offer.resources = resources.to_vec();
-        self.offer_by_lease
-            .insert(lease.allocation_id.clone(), id.clone());
+        for lease in &leases {
+            self.offer_by_lease.insert(lease.clone(), id.clone());
+        }
         self.offers.insert(
             id.clone(),
             Offer {
@@ -161,7 +204,7 @@ impl Master {
                 resources,
                 role,
                 agent: agent_id,
-                lease: lease.allocation_id,
+                leases,
                 created: now,
             },
         );
@@ -171,16 +214,26 @@ impl Master {
         if let Some(t) = self.settings.offer_timeout {
             self.after(t, Timer::OfferTimeout(id));
         }
-        Some((framework, offer))
+        offer
     }
 
-    /// Takes an offer out of the books; returns it. The lease is not released
-    /// here: the caller does that (with a filter, or turned into tasks).
+    /// Takes an offer out of the books, its resources back to its agent's
+    /// free resources; returns it. The leases are not released here: the
+    /// caller does that (with a filter, or turned into tasks).
     pub(super) fn take_offer(&mut self, id: &str) -> Option<Offer> {
-        let offer = self.offers.remove(id)?;
-        self.offer_by_lease.remove(&offer.lease);
+        let offer = self.withdraw_offer(id)?;
         if let Some(a) = self.agents.get_mut(&offer.agent) {
             a.unoffer(&offer.resources);
+        }
+        Some(offer)
+    }
+
+    /// Takes an offer out of the books, its resources still out of the
+    /// agent's free resources (an ACCEPT decides where they go).
+    pub(super) fn withdraw_offer(&mut self, id: &str) -> Option<Offer> {
+        let offer = self.offers.remove(id)?;
+        for lease in &offer.leases {
+            self.offer_by_lease.remove(lease);
         }
         if let Some(f) = self.frameworks.get_mut(&offer.framework) {
             f.offers.remove(id);
@@ -209,8 +262,15 @@ impl Master {
                 },
             );
         }
-        self.core
-            .release(app_id(&offer.framework, &offer.role), offer.lease);
+        self.release_leases(&offer);
+    }
+
+    /// Gives an offer's leases back to the core.
+    pub(super) fn release_leases(&mut self, offer: &Offer) {
+        let app = app_id(&offer.framework, &offer.role);
+        for lease in &offer.leases {
+            self.core.release(app.clone(), lease.clone());
+        }
     }
 
     /// Gives back what is left of accepted or declined offers, filtering the
@@ -223,15 +283,27 @@ impl Master {
         refused: &Resources,
         filters: Option<&v1::Filters>,
     ) {
-        if let Some(duration) = refuse_duration(filters) {
-            self.core.offers(vec![OfferChange::Filter {
-                application_id: app_id(framework, role),
-                node_id: agent.to_string(),
-                refused: to_core(refused.iter()),
-                duration,
-                since: Some(self.now()),
-            }]);
-        }
+        let Some(duration) = refuse_duration(filters) else {
+            return;
+        };
+        // A filter per pool node of the agent, holding what was refused of
+        // that pool (the core matches subsets per node).
+        let now = self.now();
+        let app = app_id(framework, role);
+        let changes: Vec<OfferChange> = super::pools::split(refused)
+            .into_iter()
+            .filter_map(|(pool, part)| {
+                let node = self.agents.get(agent)?.pools.get(&pool)?.node.clone();
+                Some(OfferChange::Filter {
+                    application_id: app.clone(),
+                    node_id: node,
+                    refused: to_core(part.iter()),
+                    duration,
+                    since: Some(now),
+                })
+            })
+            .collect();
+        self.core.offers(changes);
     }
 
     /// DECLINE: unknown offers are ignored.
@@ -255,8 +327,7 @@ impl Master {
                 &offer.resources,
                 decline.filters.as_ref(),
             );
-            self.core
-                .release(app_id(framework, &offer.role), offer.lease);
+            self.release_leases(&offer);
         }
     }
 
@@ -341,9 +412,12 @@ impl Master {
     /// are out of `offer_by_lease` already, so their echo finds nothing.
     fn core_released(&mut self, released: &si::AllocationRelease) {
         if let Some(offer) = self.offer_by_lease.get(&released.allocation_id).cloned() {
-            let Some(o) = self.take_offer(&offer) else {
+            let Some(mut o) = self.take_offer(&offer) else {
                 return;
             };
+            // The other leases of the offer go back too.
+            o.leases.retain(|l| *l != released.allocation_id);
+            self.release_leases(&o);
             self.counters.offers_rescinded += 1;
             self.send(
                 &o.framework,

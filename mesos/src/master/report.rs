@@ -124,7 +124,7 @@ impl Master {
         let mut tasks = Vec::new();
         for id in &f.tasks {
             if let Some(t) = self.tasks.get(&(f.id.clone(), id.clone())) {
-                if t.allocation.is_some() {
+                if t.holds {
                     used.add(&t.resources);
                 }
                 tasks.push(task_json(&self.task_record(t), &t.role));
@@ -251,13 +251,24 @@ impl Master {
                     "hostname": a.info.hostname,
                     "port": a.info.port.unwrap_or(5051),
                     "attributes": attributes_json(&a.info.attributes),
-                    "pid": format!("slave({})@127.0.0.1:5051", a.id),
+                    "pid": format!("slave({})@{}:{}", a.pid, self.info.address.as_ref().and_then(|x| x.ip.clone()).unwrap_or_else(|| "127.0.0.1".to_string()), self.info.port),
                     "registered_time": seconds(a.registered_time),
                     "resources": resources_json(&a.total),
                     "used_resources": resources_json(&a.used),
                     "offered_resources": resources_json(offered.get(a.id.as_str()).unwrap_or(&none)),
-                    "reserved_resources": {},
-                    "unreserved_resources": resources_json(&a.total),
+                    "reserved_resources": a.total.reservations().iter().map(|(role, r)| (role.clone(), resources_json(r))).collect::<Map<String, Value>>(),
+                    "reserved_resources_full": a.total.reservations().iter().map(|(role, r)| (role.clone(), Value::Array(r.iter().map(crate::codec::to_json_value).collect()))).collect::<Map<String, Value>>(),
+                    "unreserved_resources": resources_json(&a.total.unreserved()),
+                    "resource_providers": self.providers.values().filter(|p| p.agent == a.id).map(|p| json!({
+                        "resource_provider_info": crate::codec::to_json_value(&p.info),
+                        "total_resources": resources_json(&p.resources),
+                        "subscribed": p.stream.is_some(),
+                    })).collect::<Vec<_>>(),
+                    "operations": self.operations.values().filter(|o| o.agent == a.id).map(|o| json!({
+                        "framework_id": {"value": o.framework},
+                        "info": crate::codec::to_json_value(&o.info),
+                        "latest_status": o.statuses.last().map(crate::codec::to_json_value),
+                    })).collect::<Vec<_>>(),
                     "active": true,
                     "deactivated": false,
                     "version": crate::MESOS_VERSION,

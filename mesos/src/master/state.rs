@@ -70,6 +70,15 @@ pub struct Agent {
     pub tasks: std::collections::BTreeSet<(String, String)>,
     /// Executors launched on it: (framework id, executor id) → their info.
     pub executors: BTreeMap<(String, String), v1::ExecutorInfo>,
+    /// Held by something other than this master's tasks (never offered).
+    pub occupied: Resources,
+    /// Its libprocess-style number: its endpoints are under `/slave(N)/`.
+    pub pid: u32,
+    /// An agent only for an external resource provider's resources: it runs
+    /// no tasks.
+    pub external: bool,
+    /// Its pools' nodes in the core, by pool.
+    pub pools: BTreeMap<super::pools::PoolKey, super::pools::PoolNode>,
     /// Where its tasks run.
     pub backend: Arc<dyn AgentBackend>,
     /// Clock time (ns) of registration.
@@ -95,6 +104,10 @@ impl Agent {
             total,
             used: Resources::default(),
             free,
+            occupied,
+            pid: 0,
+            external: false,
+            pools: BTreeMap::new(),
             tasks: Default::default(),
             executors: Default::default(),
             backend,
@@ -107,6 +120,16 @@ impl Agent {
         &self.free
     }
 
+    /// Sets the free resources to the total less what is occupied, used,
+    /// and `held` (offered, or held by pending operations).
+    pub fn reset_free(&mut self, held: &Resources) {
+        let mut free = self.total.clone();
+        free.subtract(&self.occupied);
+        free.subtract(&self.used);
+        free.subtract(held);
+        self.free = free;
+    }
+
     /// Resources (unallocated form) go into an offer.
     pub fn offer(&mut self, resources: &Resources) {
         self.free.subtract(resources);
@@ -117,11 +140,16 @@ impl Agent {
         self.free.add(&resources.unallocated());
     }
 
-    /// A task (with its executor's share) takes resources.
-    pub fn take(&mut self, resources: &Resources) {
-        let r = resources.unallocated();
-        self.used.add(&r);
-        self.free.subtract(&r);
+    /// A task (with its executor's share) takes resources of an offer
+    /// (already out of the free resources).
+    pub fn launch_from_offer(&mut self, resources: &Resources) {
+        self.used.add(&resources.unallocated());
+    }
+
+    /// An operation turns `consumed` (any form) of the agent into `converted`.
+    pub fn convert(&mut self, consumed: &Resources, converted: &Resources) {
+        self.total.subtract(&consumed.unallocated());
+        self.total.add(&converted.unallocated());
     }
 
     /// A task's resources come back at its terminal update.
@@ -132,7 +160,18 @@ impl Agent {
     }
 }
 
-/// An outstanding offer: a lease of the core shown to a framework.
+/// Which offer a lease belongs to while the leases of one run are collected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OfferKey {
+    /// Framework id.
+    pub framework: String,
+    /// The role offered to.
+    pub role: String,
+    /// Agent id.
+    pub agent: String,
+}
+
+/// An outstanding offer: leases of the core shown to a framework.
 #[derive(Debug, Clone)]
 pub struct Offer {
     /// Offer id.
@@ -143,8 +182,8 @@ pub struct Offer {
     pub role: String,
     /// The agent.
     pub agent: String,
-    /// The core allocation (lease) behind it.
-    pub lease: String,
+    /// The core allocations (leases, one per pool of the agent) behind it.
+    pub leases: Vec<String>,
     /// What it offers.
     pub resources: Resources,
     /// Clock time (ns) it was made.
@@ -172,8 +211,11 @@ pub struct Task {
     /// Resources it holds on its agent (task and, for the first task of an
     /// executor, the executor's); given back at the terminal update.
     pub resources: Resources,
-    /// The core allocation holding those resources, until they are given back.
-    pub allocation: Option<String>,
+    /// The core allocations holding those resources (one per pool of the
+    /// agent the task uses).
+    pub allocations: Vec<String>,
+    /// True until the resources are given back (at the terminal update).
+    pub holds: bool,
 }
 
 /// A timer of the master thread.
@@ -187,6 +229,11 @@ pub enum Timer {
     StatusRetry(String, String),
     /// An offer may have timed out.
     OfferTimeout(String),
+    /// An operation's status update in flight may be due for a retry (by
+    /// operation uuid).
+    OperationRetry(Vec<u8>),
+    /// A launch's resources may not have been published in time.
+    PublishTimeout(Vec<u8>),
     /// The allocation interval.
     AllocationTick,
 }
@@ -370,6 +417,10 @@ pub struct Counters {
     pub valid_acknowledgements: u64,
     /// Acknowledgements that matched nothing.
     pub invalid_acknowledgements: u64,
+    /// Operation status acknowledgements that matched an update in flight.
+    pub valid_operation_acknowledgements: u64,
+    /// Operation status acknowledgements that matched nothing.
+    pub invalid_operation_acknowledgements: u64,
     /// Events dropped because a stream could not keep up.
     pub dropped_events: u64,
     /// Frameworks removed.
@@ -412,6 +463,16 @@ pub struct Master {
     pub tasks: FastMap<(String, String), Task>,
     /// (framework, role) by core application id.
     pub apps: FastMap<String, (String, String)>,
+    /// (agent, pool) by core node id.
+    pub nodes: FastMap<String, (String, super::pools::PoolKey)>,
+    /// Operations with feedback, by operation uuid.
+    pub operations: FastMap<Vec<u8>, super::operations::Operation>,
+    /// Operation uuid by (framework id, operation id).
+    pub operation_ids: FastMap<(String, String), Vec<u8>>,
+    /// Resource providers by id.
+    pub providers: FastMap<String, super::providers::Provider>,
+    /// Launches waiting for their provider resources to be published.
+    pub publishes: super::providers::Publishes,
     /// Timers: (clock time, timer).
     pub timers: BinaryHeap<Reverse<(u64, Timer)>>,
     /// Counters.
@@ -425,6 +486,7 @@ pub struct Master {
     next_offer: u64,
     next_agent: u64,
     next_generation: u64,
+    next_pid: u32,
 }
 
 impl Master {
@@ -448,6 +510,11 @@ impl Master {
             offer_by_lease: FastMap::default(),
             tasks: FastMap::default(),
             apps: FastMap::default(),
+            nodes: FastMap::default(),
+            operations: FastMap::default(),
+            operation_ids: FastMap::default(),
+            providers: FastMap::default(),
+            publishes: FastMap::default(),
             timers: BinaryHeap::new(),
             counters: Counters::default(),
             broken_streams: Vec::new(),
@@ -456,6 +523,7 @@ impl Master {
             next_offer: 0,
             next_agent: 0,
             next_generation: 0,
+            next_pid: 0,
         };
         let tick = m.settings.allocation_interval;
         m.after(tick, Timer::AllocationTick);
@@ -524,6 +592,12 @@ impl Master {
         let n = self.next_agent;
         self.next_agent += 1;
         format!("{}-S{n}", self.info.id)
+    }
+
+    /// The next agent's libprocess-style number (`slave(N)`, from 1).
+    pub fn new_agent_pid(&mut self) -> u32 {
+        self.next_pid += 1;
+        self.next_pid
     }
 
     /// A new stream generation.

@@ -1,5 +1,5 @@
-//! A task's stream of status updates to its framework: ordered, at least
-//! once, one in flight.
+//! A task's stream of status updates (or an operation's stream of operation
+//! status updates) to its framework: ordered, at least once, one in flight.
 //!
 //! Every update that carries a uuid is retried until the framework
 //! acknowledges that uuid: first after 10 s, then after twice as long each
@@ -37,23 +37,42 @@ pub enum StreamState {
     },
 }
 
+/// An update that is sent reliably: it carries a uuid the framework
+/// acknowledges (updates without one are never retried).
+pub trait Reliable: Clone {
+    /// The update's uuid.
+    fn uuid(&self) -> Option<&[u8]>;
+}
+
+impl Reliable for v1::TaskStatus {
+    fn uuid(&self) -> Option<&[u8]> {
+        self.uuid.as_deref()
+    }
+}
+
+impl Reliable for v1::OperationStatus {
+    fn uuid(&self) -> Option<&[u8]> {
+        self.uuid.as_ref().map(|u| u.value.as_slice())
+    }
+}
+
 /// What the caller must do after a transition.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Action {
+pub enum Action<S = v1::TaskStatus> {
     /// Nothing.
     None,
     /// Send this update to the framework now (and arm a timer for `retry_at`).
-    Send(Box<v1::TaskStatus>),
+    Send(Box<S>),
 }
 
-/// The pending updates of one task.
+/// The pending updates of one task (or operation).
 #[derive(Debug, Clone)]
-pub struct StatusStream {
-    pending: VecDeque<v1::TaskStatus>,
+pub struct StatusStream<S = v1::TaskStatus> {
+    pending: VecDeque<S>,
     state: StreamState,
 }
 
-impl Default for StatusStream {
+impl<S> Default for StatusStream<S> {
     fn default() -> Self {
         Self {
             pending: VecDeque::new(),
@@ -66,19 +85,19 @@ fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
-impl StatusStream {
+impl<S: Reliable> StatusStream<S> {
     /// The current state.
     pub fn state(&self) -> StreamState {
         self.state
     }
 
     /// Updates not yet acknowledged, oldest (in flight) first.
-    pub fn pending(&self) -> impl Iterator<Item = &v1::TaskStatus> {
+    pub fn pending(&self) -> impl Iterator<Item = &S> {
         self.pending.iter()
     }
 
     /// The update in flight.
-    pub fn in_flight(&self) -> Option<&v1::TaskStatus> {
+    pub fn in_flight(&self) -> Option<&S> {
         self.pending.front()
     }
 
@@ -89,7 +108,7 @@ impl StatusStream {
 
     /// Queues an update (which carries its uuid). Sent at once when nothing
     /// else is in flight and the framework is `connected`.
-    pub fn push(&mut self, status: v1::TaskStatus, now: u64, connected: bool) -> Action {
+    pub fn push(&mut self, status: S, now: u64, connected: bool) -> Action<S> {
         self.pending.push_back(status);
         match self.state {
             StreamState::Idle => self.send_front(now, RETRY_MIN, connected),
@@ -100,11 +119,11 @@ impl StatusStream {
     /// An acknowledgement of `uuid`: when it is the update in flight, that
     /// one is done and the next (if any) goes out. Returns the action and
     /// whether the uuid matched.
-    pub fn acknowledge(&mut self, uuid: &[u8], now: u64, connected: bool) -> (Action, bool) {
+    pub fn acknowledge(&mut self, uuid: &[u8], now: u64, connected: bool) -> (Action<S>, bool) {
         let matches = self
             .pending
             .front()
-            .and_then(|s| s.uuid.as_deref())
+            .and_then(|s| s.uuid())
             .is_some_and(|u| u == uuid);
         if !matches {
             return (Action::None, false);
@@ -118,7 +137,7 @@ impl StatusStream {
     }
 
     /// A timer fired: resend the update in flight when its retry is due.
-    pub fn retry(&mut self, now: u64, connected: bool) -> Action {
+    pub fn retry(&mut self, now: u64, connected: bool) -> Action<S> {
         match self.state {
             StreamState::AwaitingAck { retry_at, backoff } if now >= retry_at => {
                 self.send_front(now, (backoff * 2).min(RETRY_MAX), connected)
@@ -128,14 +147,14 @@ impl StatusStream {
     }
 
     /// The framework (re)connected: the update in flight goes out again now.
-    pub fn reconnected(&mut self, now: u64) -> Action {
+    pub fn reconnected(&mut self, now: u64) -> Action<S> {
         match self.state {
             StreamState::AwaitingAck { .. } => self.send_front(now, RETRY_MIN, true),
             StreamState::Idle => Action::None,
         }
     }
 
-    fn send_front(&mut self, now: u64, backoff: Duration, connected: bool) -> Action {
+    fn send_front(&mut self, now: u64, backoff: Duration, connected: bool) -> Action<S> {
         let Some(front) = self.pending.front() else {
             self.state = StreamState::Idle;
             return Action::None;
@@ -176,7 +195,7 @@ mod tests {
 
     /// (step, connected, expected send (uuid byte), expected state after)
     fn check(steps: &[(Step, bool, Option<u8>, StreamState)]) {
-        let mut s = StatusStream::default();
+        let mut s = StatusStream::<v1::TaskStatus>::default();
         for (i, (step, connected, sent, state)) in steps.iter().enumerate() {
             let action = match step {
                 Step::Push(u) => s.push(update(v1::TaskState::TaskRunning, *u), 0, *connected),
@@ -233,7 +252,7 @@ mod tests {
 
     #[test]
     fn backoff_is_capped_at_ten_minutes() {
-        let mut s = StatusStream::default();
+        let mut s = StatusStream::<v1::TaskStatus>::default();
         s.push(update(v1::TaskState::TaskRunning, 1), 0, true);
         let mut now = 0;
         for _ in 0..20 {

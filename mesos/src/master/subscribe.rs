@@ -363,6 +363,7 @@ impl Master {
         for t in tasks {
             self.resend_status(id, &t);
         }
+        self.resend_operation_statuses(id);
     }
 
     /// UPDATE_FRAMEWORK: new info (roles, name, ...) for a subscribed framework.
@@ -537,6 +538,7 @@ impl Master {
                 self.apps.remove(&app);
                 self.core.remove_app(app);
             }
+            self.forget_operations(id);
             let mut f = self.frameworks.remove(id).expect("framework exists");
             f.connection = c;
             // Dropping the sink ends the HTTP response.

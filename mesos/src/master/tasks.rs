@@ -110,7 +110,9 @@ impl Master {
                 // Upstream hands requests to the allocator, which ignores them.
             }
             CallType::AcknowledgeOperationStatus => {
-                // No operation of this master waits for an acknowledgement.
+                if let Some(a) = call.acknowledge_operation_status {
+                    self.acknowledge_operation(&id, a)
+                }
             }
             CallType::ReconcileOperations => {
                 if let Some(r) = call.reconcile_operations {
@@ -225,15 +227,18 @@ impl Master {
         let Some(t) = self.tasks.get_mut(&key) else {
             return;
         };
-        let Some(allocation) = t.allocation.take() else {
+        if !std::mem::take(&mut t.holds) {
             return;
-        };
+        }
+        let allocations = std::mem::take(&mut t.allocations);
         let (agent, role, resources) = (t.agent.clone(), t.role.clone(), t.resources.clone());
         if let Some(a) = self.agents.get_mut(&agent) {
             a.give_back(&resources);
             a.tasks.remove(&key);
         }
-        self.core.release(app_id(framework, &role), allocation);
+        for allocation in allocations {
+            self.core.release(app_id(framework, &role), allocation);
+        }
     }
 
     /// Queues an update on the task's stream; sends it when nothing is in
@@ -487,56 +492,21 @@ impl Master {
         }
     }
 
-    /// RECONCILE_OPERATIONS: this master keeps no operations, so every
-    /// operation named is unknown (or its agent is).
-    fn reconcile_operations(
-        &mut self,
-        framework: &str,
-        reconcile: v1::scheduler::call::ReconcileOperations,
-    ) {
-        for op in reconcile.operations {
-            let known_agent = op
-                .agent_id
-                .as_ref()
-                .is_some_and(|a| self.agents.contains_key(&a.value));
-            let message = if known_agent {
-                "Reconciliation: Operation is unknown"
-            } else {
-                "Reconciliation: Both operation and agent are unknown"
-            };
-            let event = Event {
-                r#type: Some(event::Type::UpdateOperationStatus as i32),
-                update_operation_status: Some(event::UpdateOperationStatus {
-                    status: v1::OperationStatus {
-                        operation_id: Some(op.operation_id),
-                        state: v1::OperationState::OperationUnknown as i32,
-                        message: Some(message.to_string()),
-                        agent_id: op.agent_id,
-                        resource_provider_id: op.resource_provider_id,
-                        ..Default::default()
-                    },
-                }),
-                ..Default::default()
-            };
-            self.send(framework, event);
-        }
-    }
-
     /// The core refused a task allocation (its node went away between the
     /// offer and the accept): the task is lost.
     pub(super) fn task_allocation_rejected(&mut self, allocation: &str, reason: &str) {
         let found = self
             .tasks
             .iter()
-            .find(|(_, t)| t.allocation.as_deref() == Some(allocation))
+            .find(|(_, t)| t.allocations.iter().any(|a| a == allocation))
             .map(|(k, _)| k.clone());
         let Some((framework, task)) = found else {
             return;
         };
         tracing::warn!(%framework, %task, %reason, "the core refused a task's allocation");
         if let Some(t) = self.tasks.get_mut(&(framework.clone(), task.clone())) {
-            // Nothing to give back to the core.
-            t.allocation = None;
+            // Nothing of it to give back to the core.
+            t.allocations.retain(|a| a != allocation);
         }
         self.lose_task(
             &framework,
@@ -555,7 +525,6 @@ impl Master {
         reason: v1::task_status::Reason,
         message: &str,
     ) {
-        let key = (framework.to_string(), task.to_string());
         let aware = self
             .frameworks
             .get(framework)
@@ -565,6 +534,20 @@ impl Master {
         } else {
             v1::TaskState::TaskLost
         };
+        self.fail_task(framework, task, state, reason, message);
+    }
+
+    /// A task ends in `state` by the master's decision (its agent told to
+    /// kill it, its resources given back), the framework told reliably.
+    pub(super) fn fail_task(
+        &mut self,
+        framework: &str,
+        task: &str,
+        state: v1::TaskState,
+        reason: v1::task_status::Reason,
+        message: &str,
+    ) {
+        let key = (framework.to_string(), task.to_string());
         let now = self.now();
         let Some(t) = self.tasks.get_mut(&key) else {
             return;

@@ -22,6 +22,11 @@ use crate::v1::{self, Resource};
 
 pub use self::validate::{downgrade, is_strict_subrole, upgrade, validate_resource, validate_role};
 
+/// A resource as Mesos displays it (`cpus(allocated: web)(reservations: ...):1`).
+pub fn display_resource(resource: &Resource) -> String {
+    display::resource(resource, None)
+}
+
 /// Why resources are refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ResourceError {
@@ -517,15 +522,24 @@ impl Resources {
     }
 
     /// What of these (an agent's free resources) goes into an offer to a
-    /// framework of `role`: the entries it may be offered (unreserved, or
+    /// framework of `role`: of the entries `keep` selects, those it may be
+    /// offered (unreserved, or
     /// reserved to `role` or an ancestor), scalars up to what the core's
     /// lease grants per name (`granted`, in Mesos units; a name it does not
     /// grant is left out), taken entry by entry in order, and every range and
     /// set entry whole (the core decides by scalars only).
-    pub fn offer_for(&self, role: &str, granted: impl Fn(&str) -> Option<f64>) -> Resources {
+    pub fn offer_for(
+        &self,
+        role: &str,
+        keep: impl Fn(&Resource) -> bool,
+        granted: impl Fn(&str) -> Option<f64>,
+    ) -> Resources {
         let mut out = Resources::default();
         for entry in &self.entries {
             let r = &entry.resource;
+            if !keep(r) {
+                continue;
+            }
             let allowed = match reservation_role(r) {
                 None => true,
                 Some(reserved) => reserved == role || is_strict_subrole(role, reserved),
