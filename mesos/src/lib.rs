@@ -17,6 +17,7 @@ use std::sync::LazyLock;
 use prost_reflect::{DescriptorPool, MessageDescriptor};
 
 pub mod agent;
+pub mod client;
 pub mod codec;
 pub mod local;
 pub mod master;
