@@ -1,7 +1,7 @@
 //! Helpers for the framework-side tests: client options, waiting on the
 //! master's state and metrics, a TCP proxy that can cut and refuse
 //! connections (a master that goes away), a stand-in master for answers ours
-//! never gives.
+//! never gives; driver helpers in `driver`.
 
 #![allow(dead_code)]
 
@@ -16,6 +16,8 @@ use unisched_mesos::codec::ContentType;
 
 use crate::common::{Master, WAIT};
 
+pub mod driver;
+
 /// Client options for tests in `ct`.
 pub fn client_options(ct: ContentType) -> ClientOptions {
     ClientOptions {
@@ -27,6 +29,22 @@ pub fn client_options(ct: ContentType) -> ClientOptions {
 /// A metric of the master (0 when absent).
 pub async fn metric(m: &Master, name: &str) -> f64 {
     m.metrics().await[name].as_f64().unwrap_or(0.0)
+}
+
+/// Waits until a metric of the master reaches `at_least` (within WAIT).
+pub async fn metric_until(m: &Master, name: &str, at_least: f64) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let value = metric(m, name).await;
+        if value >= at_least {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{name} stayed at {value}, below {at_least}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }
 
 /// Waits until `check` holds on the master's state (within WAIT).
