@@ -244,7 +244,7 @@ impl Client {
             .unwrap_or(self.content_type);
         let body = response
             .bytes_stream()
-            .map(|chunk| chunk.map_err(|e| e.to_string()));
+            .map(|chunk| chunk.map_err(|e| error_chain(&e)));
         let mut source = events::RecordIoEvents::source(Box::pin(body), content_type);
         let first = tokio::time::timeout_at(deadline, source.next())
             .await

@@ -60,6 +60,7 @@ pub(super) struct Actor {
     options: DriverOptions,
     lane: Option<mpsc::UnboundedSender<Lane>>,
     acks: Arc<Semaphore>,
+    ack_permits: u32,
     subscribing: Option<BoxFuture<'static, Result<Subscription, ClientError>>>,
     events: Option<EventStream>,
     backoff: Option<Pin<Box<Sleep>>>,
@@ -103,6 +104,7 @@ impl Actor {
         options: DriverOptions,
         callbacks: Sender<Callback>,
     ) -> Self {
+        let ack_permits = options.acknowledgements_in_flight.clamp(1, 1 << 16) as u32;
         Self {
             shared,
             transport,
@@ -113,7 +115,8 @@ impl Actor {
             link: Connection::Idle,
             offers: HashSet::new(),
             callbacks,
-            acks: Arc::new(Semaphore::new(options.acknowledgements_in_flight.max(1))),
+            acks: Arc::new(Semaphore::new(ack_permits as usize)),
+            ack_permits,
             options,
             lane: None,
             subscribing: None,
@@ -573,6 +576,7 @@ impl Actor {
     /// `stop(failover)`: every call made before goes out first; then
     /// TEARDOWN unless failing over; then the stream closes.
     async fn stop(&mut self, failover: bool) {
+        self.flush().await;
         if self.connected() && !failover {
             let (done, answer) = oneshot::channel();
             let teardown = make_call(call::Type::Teardown, |c| {
@@ -586,8 +590,6 @@ impl Actor {
                 Ok(Ok(Err(e))) => tracing::warn!(error = %e, "TEARDOWN failed"),
                 _ => tracing::warn!("no answer to TEARDOWN in time"),
             }
-        } else {
-            self.flush().await;
         }
         self.events = None;
         self.subscribing = None;
@@ -595,13 +597,21 @@ impl Actor {
         self.on_link(LinkEvent::Close);
     }
 
-    /// Waits (briefly) until the calls queued so far have been answered.
+    /// Waits (at most the teardown timeout) until the calls and
+    /// acknowledgements made so far have been answered.
     async fn flush(&self) {
-        let Some(lane) = &self.lane else { return };
-        let (done, flushed) = oneshot::channel();
-        if lane.send(Lane::Flush(done)).is_ok() {
-            let _ = tokio::time::timeout(self.options.teardown_timeout, flushed).await;
-        }
+        let wait = async {
+            if let Some(lane) = &self.lane {
+                let (done, flushed) = oneshot::channel();
+                if lane.send(Lane::Flush(done)).is_ok() {
+                    let _ = flushed.await;
+                }
+            }
+            // The semaphore is fair: taking every permit waits for the
+            // acknowledgements already holding or queued for one.
+            let _ = self.acks.acquire_many(self.ack_permits).await;
+        };
+        let _ = tokio::time::timeout(self.options.teardown_timeout, wait).await;
     }
 }
 
