@@ -33,6 +33,7 @@ pub mod local;
 pub mod master;
 pub mod recordio;
 pub mod resources;
+mod task_state;
 
 /// The Mesos version this master answers as (its API is Mesos 1.x's v1 API).
 pub const MESOS_VERSION: &str = "1.11.0";
