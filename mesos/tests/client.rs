@@ -6,20 +6,16 @@
 mod common;
 mod support;
 
-use std::convert::Infallible;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU16, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use axum::body::{Body, Bytes};
-use axum::http::{HeaderMap, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::http::{StatusCode, header};
+use axum::response::IntoResponse;
 use axum::routing::post;
 use common::*;
-use futures_util::StreamExt;
 use unisched_mesos::client::{Client, ClientError, ClientOptions, StreamError, Subscription};
-use unisched_mesos::codec::{self, ContentType};
-use unisched_mesos::recordio;
+use unisched_mesos::codec::ContentType;
 use unisched_mesos::v1;
 use unisched_mesos::v1::scheduler::{Call, Event, call, event};
 
@@ -545,62 +541,10 @@ async fn a_redirect_loop_is_given_up() {
     assert_eq!(hits.load(Ordering::SeqCst), 3);
 }
 
-/// A stand-in master whose SUBSCRIBE answers SUBSCRIBED (heartbeat
-/// interval 50 ms), `beats` heartbeats 20 ms apart, then silence.
-async fn going_silent(beats: usize) -> String {
-    let router = axum::Router::new().route(
-        "/api/v1/scheduler",
-        post(move |headers: HeaderMap| async move {
-            let accept = headers
-                .get(header::ACCEPT)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| ContentType::from_content_type_header(v).ok())
-                .unwrap_or(ContentType::Json);
-            let record =
-                move |e: &Event| Bytes::from(recordio::encode_record(&codec::encode(e, accept)));
-            let subscribed = record(&Event {
-                r#type: Some(event::Type::Subscribed as i32),
-                subscribed: Some(event::Subscribed {
-                    framework_id: v1::FrameworkId {
-                        value: "fw".to_string(),
-                    },
-                    heartbeat_interval_seconds: Some(0.05),
-                    master_info: None,
-                }),
-                ..Default::default()
-            });
-            let heartbeat = record(&Event {
-                r#type: Some(event::Type::Heartbeat as i32),
-                ..Default::default()
-            });
-            let beats = futures_util::stream::unfold(0, move |n| {
-                let heartbeat = heartbeat.clone();
-                async move {
-                    if n == beats {
-                        return None;
-                    }
-                    tokio::time::sleep(Duration::from_millis(20)).await;
-                    Some((Ok::<Bytes, Infallible>(heartbeat), n + 1))
-                }
-            });
-            let body = futures_util::stream::iter([Ok(subscribed)])
-                .chain(beats)
-                .chain(futures_util::stream::pending());
-            let mut r = Response::new(Body::from_stream(body));
-            r.headers_mut()
-                .insert("Mesos-Stream-Id", "s-1".parse().unwrap());
-            r.headers_mut()
-                .insert(header::CONTENT_TYPE, accept.mime().parse().unwrap());
-            r
-        }),
-    );
-    support::serve(router).await
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_watchdog_ends_a_stream_whose_heartbeats_stop() {
     for ct in ENCODINGS {
-        let url = going_silent(10).await;
+        let url = support::going_silent(10).await;
         let client = Client::new(&url, support::client_options(ct)).unwrap();
         let mut s = client
             .subscribe(subscribe_call(framework("f", "r1")))

@@ -13,6 +13,7 @@ use std::time::Duration;
 use common::*;
 use support::driver::*;
 use support::{metric, metric_until, state_until};
+use unisched_mesos::client::Client;
 use unisched_mesos::driver::{DriverOptions, MesosSchedulerDriver, Status};
 use unisched_mesos::v1;
 use unisched_mesos::v1::task_status::{Reason, Source};
@@ -597,5 +598,30 @@ async fn dropping_the_last_handle_closes_the_connection() {
         })
         .await;
         drop((callbacks, link));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn missed_heartbeats_disconnect_and_the_driver_subscribes_again() {
+    // A stand-in master: SUBSCRIBED (heartbeats every 50 ms), three
+    // heartbeats, then silence on an open connection.
+    let url = support::going_silent(3).await;
+    for ct in ENCODINGS {
+        let (recorder, mut cb) = recorder(None);
+        let client = Client::new(&url, support::client_options(ct)).unwrap();
+        let d = MesosSchedulerDriver::with_client(
+            recorder,
+            framework("d", "r1"),
+            client,
+            fast_options(),
+        );
+        d.start();
+        cb.reach(|s| matches!(s, Seen::Registered(_))).await;
+        let silent = std::time::Instant::now();
+        cb.reach(|s| matches!(s, Seen::Disconnected)).await;
+        assert!(silent.elapsed() < Duration::from_secs(3), "{ct:?}");
+        cb.reach(|s| matches!(s, Seen::Reregistered)).await;
+        d.stop(true);
+        assert_eq!(join(&d).await, Status::DriverStopped);
     }
 }

@@ -10,9 +10,19 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use std::convert::Infallible;
+
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderMap, header};
+use axum::response::Response;
+use axum::routing::post;
+use futures_util::StreamExt;
 use tokio::net::{TcpListener, TcpStream};
 use unisched_mesos::client::ClientOptions;
-use unisched_mesos::codec::ContentType;
+use unisched_mesos::codec::{self, ContentType};
+use unisched_mesos::recordio;
+use unisched_mesos::v1;
+use unisched_mesos::v1::scheduler::{Event, event};
 
 use crate::common::{Master, WAIT};
 
@@ -139,4 +149,56 @@ pub async fn serve(router: axum::Router) -> String {
         let _ = axum::serve(listener, router).await;
     });
     url
+}
+
+/// A stand-in master whose SUBSCRIBE answers SUBSCRIBED (heartbeat
+/// interval 50 ms), `beats` heartbeats 20 ms apart, then silence.
+pub async fn going_silent(beats: usize) -> String {
+    let router = axum::Router::new().route(
+        "/api/v1/scheduler",
+        post(move |headers: HeaderMap| async move {
+            let accept = headers
+                .get(header::ACCEPT)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| ContentType::from_content_type_header(v).ok())
+                .unwrap_or(ContentType::Json);
+            let record =
+                move |e: &Event| Bytes::from(recordio::encode_record(&codec::encode(e, accept)));
+            let subscribed = record(&Event {
+                r#type: Some(event::Type::Subscribed as i32),
+                subscribed: Some(event::Subscribed {
+                    framework_id: v1::FrameworkId {
+                        value: "fw".to_string(),
+                    },
+                    heartbeat_interval_seconds: Some(0.05),
+                    master_info: None,
+                }),
+                ..Default::default()
+            });
+            let heartbeat = record(&Event {
+                r#type: Some(event::Type::Heartbeat as i32),
+                ..Default::default()
+            });
+            let beats = futures_util::stream::unfold(0, move |n| {
+                let heartbeat = heartbeat.clone();
+                async move {
+                    if n == beats {
+                        return None;
+                    }
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    Some((Ok::<Bytes, Infallible>(heartbeat), n + 1))
+                }
+            });
+            let body = futures_util::stream::iter([Ok(subscribed)])
+                .chain(beats)
+                .chain(futures_util::stream::pending());
+            let mut r = Response::new(Body::from_stream(body));
+            r.headers_mut()
+                .insert("Mesos-Stream-Id", "s-1".parse().unwrap());
+            r.headers_mut()
+                .insert(header::CONTENT_TYPE, accept.mime().parse().unwrap());
+            r
+        }),
+    );
+    serve(router).await
 }
