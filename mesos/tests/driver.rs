@@ -190,6 +190,18 @@ async fn kills_reconciles_messages_and_requests() {
         assert_eq!(metric(&m, "master/messages_scheduler_message").await, 1.0);
         assert_eq!(metric(&m, "master/messages_scheduler_request").await, 1.0);
         assert_eq!(metric(&m, "master/messages_scheduler_kill").await, 1.0);
+
+        let mut renamed = framework("renamed", "r1");
+        renamed.id = r.driver.framework_id();
+        assert_eq!(
+            r.driver.update_framework(renamed, vec![]),
+            Status::DriverRunning
+        );
+        let id = r.id.clone();
+        state_until(&m, |s| {
+            framework_of(s, &id).is_some_and(|f| f["name"] == "renamed")
+        })
+        .await;
         r.driver.stop(false);
     }
 }
@@ -623,5 +635,28 @@ async fn missed_heartbeats_disconnect_and_the_driver_subscribes_again() {
         cb.reach(|s| matches!(s, Seen::Reregistered)).await;
         d.stop(true);
         assert_eq!(join(&d).await, Status::DriverStopped);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn roles_suppressed_from_the_start_get_offers_only_once_revived() {
+    for via in VIAS {
+        let m = Master::start(Setup::default()).await;
+        let options = DriverOptions {
+            suppressed_roles: vec!["r1".to_string()],
+            ..fast_options()
+        };
+        let mut r = registered(&m, via, framework("d", "r1"), options, None).await;
+        m.allocate().await;
+        assert!(
+            r.callbacks
+                .quiet_of(|s| matches!(s, Seen::Offers(_)))
+                .await
+                .is_none(),
+            "{via:?}"
+        );
+        r.driver.revive_offers();
+        r.callbacks.offers().await;
+        r.driver.stop(false);
     }
 }

@@ -314,18 +314,19 @@ impl MesosSchedulerDriver {
     /// Starts the driver: the threads start and the first SUBSCRIBE goes out.
     /// Returns RUNNING, or the status if it is not NOT_STARTED.
     pub fn start(&self) -> Status {
-        let Some(parts) = self
-            .shared
-            .parts
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
-        else {
-            return self.status();
-        };
         let mut spawned = Ok(());
         let step = self.transition(Request::Start, |state| {
-            spawned = self.spawn(parts, state);
+            // Only the one transition out of NOT_STARTED gets here.
+            let parts = self
+                .shared
+                .parts
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take();
+            spawned = match parts {
+                Some(parts) => self.spawn(parts, state),
+                None => Err(std::io::Error::other("the driver's parts are gone")),
+            };
         });
         if let Err(e) = spawned {
             tracing::error!(error = %e, "cannot start the driver's threads");
