@@ -574,3 +574,24 @@ async fn the_watchdog_ends_a_stream_whose_heartbeats_stop() {
         assert!(s.events.next().await.is_none());
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_reuse_one_connection() {
+    let m = Master::start(Setup::default()).await;
+    let proxy = support::Proxy::start(&m.url).await;
+    for ct in ENCODINGS {
+        let before = proxy.accepted();
+        let client = Client::new(&proxy.url, support::client_options(ct)).unwrap();
+        let _s = client
+            .subscribe(subscribe_call(framework("f", "r1")))
+            .await
+            .unwrap();
+        for _ in 0..200 {
+            client.revive(call::Revive::default()).await.unwrap();
+        }
+        // One connection holds the event stream; the calls share one or two
+        // (a call may start before the previous one's is back in the pool).
+        let opened = proxy.accepted() - before;
+        assert!((2..=4).contains(&opened), "{ct:?}: {opened} connections");
+    }
+}

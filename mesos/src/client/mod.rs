@@ -282,7 +282,11 @@ impl Client {
         let body = Bytes::from(codec::encode(&call, self.content_type));
         let response = self.post(body, stream_id, true).await?;
         match response.status().as_u16() {
-            202 => Ok(Answer::Accepted),
+            202 => {
+                // Read to the end (empty) so the connection goes back to the pool.
+                response.bytes().await.map_err(transport)?;
+                Ok(Answer::Accepted)
+            }
             200 => {
                 let content_type = response
                     .headers()
