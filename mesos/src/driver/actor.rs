@@ -426,7 +426,8 @@ impl Actor {
                 return Flow::Exit;
             }
             Command::Release => {
-                self.flush().await;
+                self.flush(tokio::time::Instant::now() + self.options.teardown_timeout)
+                    .await;
                 return Flow::Exit;
             }
         }
@@ -574,9 +575,11 @@ impl Actor {
     }
 
     /// `stop(failover)`: every call made before goes out first; then
-    /// TEARDOWN unless failing over; then the stream closes.
+    /// TEARDOWN unless failing over; then the stream closes. All of it
+    /// within the teardown timeout.
     async fn stop(&mut self, failover: bool) {
-        self.flush().await;
+        let deadline = tokio::time::Instant::now() + self.options.teardown_timeout;
+        self.flush(deadline).await;
         if self.connected() && !failover {
             let (done, answer) = oneshot::channel();
             let teardown = make_call(call::Type::Teardown, |c| {
@@ -585,7 +588,7 @@ impl Actor {
             if let Some(lane) = &self.lane {
                 let _ = lane.send(Lane::Call(Box::new(teardown), Some(done)));
             }
-            match tokio::time::timeout(self.options.teardown_timeout, answer).await {
+            match tokio::time::timeout_at(deadline, answer).await {
                 Ok(Ok(Ok(_))) => tracing::info!("framework torn down"),
                 Ok(Ok(Err(e))) => tracing::warn!(error = %e, "TEARDOWN failed"),
                 _ => tracing::warn!("no answer to TEARDOWN in time"),
@@ -597,9 +600,9 @@ impl Actor {
         self.on_link(LinkEvent::Close);
     }
 
-    /// Waits (at most the teardown timeout) until the calls and
+    /// Waits (until `deadline` at most) until the calls and
     /// acknowledgements made so far have been answered.
-    async fn flush(&self) {
+    async fn flush(&self, deadline: tokio::time::Instant) {
         let wait = async {
             if let Some(lane) = &self.lane {
                 let (done, flushed) = oneshot::channel();
@@ -611,7 +614,7 @@ impl Actor {
             // acknowledgements already holding or queued for one.
             let _ = self.acks.acquire_many(self.ack_permits).await;
         };
-        let _ = tokio::time::timeout(self.options.teardown_timeout, wait).await;
+        let _ = tokio::time::timeout_at(deadline, wait).await;
     }
 }
 

@@ -79,7 +79,7 @@ pub struct DriverOptions {
     pub suppressed_roles: Vec<String>,
     /// Delay between subscription attempts.
     pub backoff: Backoff,
-    /// Longest wait for TEARDOWN's answer at `stop(false)`.
+    /// Longest wait at `stop` for the calls made before it and TEARDOWN's answer.
     pub teardown_timeout: Duration,
     /// Acknowledgements in flight at once.
     pub acknowledgements_in_flight: usize,
