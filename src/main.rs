@@ -1,4 +1,4 @@
-//! The `unisched` command line: simulate, scenario, check-config, bench, soak, serve.
+//! The `unisched` command line: simulate, scenario, check-config, bench, soak, serve, framework.
 
 use std::process::ExitCode;
 
@@ -36,6 +36,8 @@ enum Command {
     Soak(cli::soak::SoakArgs),
     /// Serve the scheduler over gRPC and REST (and, with --mesos-addr, as a Mesos master).
     Serve(Box<cli::serve::ServeArgs>),
+    /// Run N tasks as a Mesos framework on any Mesos master; exit 0 once all finished.
+    Framework(Box<cli::framework::FrameworkArgs>),
 }
 
 fn main() -> ExitCode {
@@ -48,5 +50,6 @@ fn main() -> ExitCode {
         Command::Bench(a) => cli::bench::run(a),
         Command::Soak(a) => cli::soak::run(a),
         Command::Serve(a) => cli::serve::run(*a),
+        Command::Framework(a) => cli::framework::run(*a),
     }
 }

@@ -1,12 +1,20 @@
-//! Mesos v1 wire types and codecs: the generated messages of the scheduler,
-//! resource provider and operator APIs, Mesos' JSON mapping and protobuf
-//! bodies ([`codec`]), RecordIO framing ([`recordio`]) and resources as a
-//! domain type ([`resources`]).
+//! Mesos frameworks on the unisched core, both sides of the wire.
 //!
-//! This crate knows nothing of scheduling, HTTP or the unisched core: it is the
-//! contract between a Mesos framework (or resource provider) and whatever
-//! serves it. The `.proto` files under `proto/` carry upstream's message,
-//! field and enum names, numbers, labels and defaults; they never change.
+//! The contract: the generated messages of the scheduler, resource provider
+//! and operator APIs ([`v1`]), Mesos' JSON mapping and protobuf bodies
+//! ([`codec`]), RecordIO framing ([`recordio`]) and resources as a domain
+//! type ([`resources`]). The `.proto` files under `proto/` carry upstream's
+//! message, field and enum names, numbers, labels and defaults; they never
+//! change.
+//!
+//! The master side: the Mesos-compatible [`master`] on the core, embedded
+//! [`agent`]s, a one-process cluster ([`local`]).
+//!
+//! The framework side: an async [`client`] of the v1 scheduler HTTP API and
+//! the classic [`driver`] (`MesosSchedulerDriver` and its `Scheduler`
+//! callbacks). They work against any Mesos master and never import the
+//! master side; [`in_process`] is the one adapter that attaches a driver to
+//! a master in the same process.
 //!
 //! Every generated message implements [`prost_reflect::ReflectMessage`], its
 //! descriptor coming from [`DESCRIPTOR_POOL`]; the codecs use those
@@ -17,11 +25,15 @@ use std::sync::LazyLock;
 use prost_reflect::{DescriptorPool, MessageDescriptor};
 
 pub mod agent;
+pub mod client;
 pub mod codec;
+pub mod driver;
+pub mod in_process;
 pub mod local;
 pub mod master;
 pub mod recordio;
 pub mod resources;
+mod task_state;
 
 /// The Mesos version this master answers as (its API is Mesos 1.x's v1 API).
 pub const MESOS_VERSION: &str = "1.11.0";

@@ -137,6 +137,8 @@ async fn s05_a_filter_holds_for_its_time_and_revive_ends_it() {
             m.allocate().await;
         }
         assert!(f.maybe_next().await.is_none(), "filtered for 5 s");
+        // The filter counts from the master's decline (OfferChange::Filter
+        // `since`), not from when the core gets to it: at 5 s exactly.
         m.allocate().await;
         let again = f.offers().await.remove(0);
         assert_eq!(again.agent_id, offer.agent_id);

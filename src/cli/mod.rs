@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod check_config;
+pub mod framework;
 pub mod scenario;
 pub mod serve;
 pub mod simulate;
