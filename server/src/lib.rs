@@ -30,6 +30,7 @@
 //! core takes; the core knows nothing of this crate.
 
 pub mod auth;
+pub mod dashboard;
 pub mod default_config;
 pub mod grpc;
 pub mod hub;
@@ -226,7 +227,7 @@ pub async fn start(scheduler: Scheduler, options: ServerOptions) -> std::io::Res
         history,
         mesos_link,
     );
-    let app = rest::router(state);
+    let app = dashboard::router(state.clone()).merge(rest::router(state));
     let mut http_stop = stopping;
     let http = match &options.tls {
         None => tokio::spawn(async move {
