@@ -326,6 +326,24 @@ pub(crate) fn unix_nanos(t: SystemTime) -> u64 {
         .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
 
+/// How lists of partitions name each one: plainly, as upstream, unless
+/// another RM has a partition of the same name; then `[rmID]name`, which
+/// routes taking `{p}` accept, so a client that builds URLs from the names
+/// (YuniKorn's web UI does) reaches the right one.
+pub(crate) fn partition_labels(snaps: &[Arc<PartitionSnapshot>]) -> Vec<String> {
+    snaps
+        .iter()
+        .map(|s| {
+            let shared = snaps.iter().filter(|o| o.name == s.name).nth(1).is_some();
+            if shared {
+                format!("[{}]{}", s.rm_id, s.name)
+            } else {
+                s.name.clone()
+            }
+        })
+        .collect()
+}
+
 /// The partition name without its `[rmID]` prefix.
 pub fn plain_name(qualified: &str) -> &str {
     match qualified.strip_prefix('[').and_then(|r| r.split_once(']')) {

@@ -934,3 +934,44 @@ async fn cors_lets_another_origin_read() {
     fails(&server, "/ws/v1/no-such-route", 404).await;
     server.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn partitions_of_rms_sharing_a_name_are_qualified() {
+    let (scheduler, server) = default_cluster().await;
+    let core = scheduler.clone();
+    tokio::task::spawn_blocking(move || {
+        core.register_resource_manager(
+            si::RegisterResourceManagerRequest {
+                rm_id: "other".to_string(),
+                policy_group: "queues".to_string(),
+                ..Default::default()
+            },
+            Arc::new(RecordingCallback::new()),
+        )
+        .expect("registered");
+    })
+    .await
+    .unwrap();
+    let names = |v: &Value, field: &str| -> BTreeSet<String> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p[field].as_str().unwrap().to_string())
+            .collect()
+    };
+    let want: BTreeSet<String> = ["[other]default", "[rm-rest]default"]
+        .map(String::from)
+        .into();
+    let parts = get_json_until(&server, "/ws/v1/partitions", |v| {
+        v.as_array().is_some_and(|a| a.len() == 2)
+    })
+    .await;
+    assert_eq!(names(&parts, "name"), want);
+    let clusters = get_json(&server, "/ws/v1/clusters").await;
+    assert_eq!(names(&clusters, "partition"), want);
+    // The names lead to the partitions; the shared plain name to neither.
+    let root = get_json(&server, "/ws/v1/partition/[rm-rest]default/queues").await;
+    assert_eq!(root["childNames"].as_array().unwrap().len(), 3);
+    fails(&server, "/ws/v1/partition/default/queues", 404).await;
+    server.shutdown().await;
+}

@@ -8,6 +8,8 @@
 
 #![allow(dead_code)] // each test file uses its own subset
 
+pub mod cluster;
+
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -237,6 +239,16 @@ impl Browser {
             "/window/rect",
             Some(&json!({"width": width, "height": height})),
         );
+    }
+
+    /// The console's errors (level SEVERE: uncaught exceptions, failed
+    /// loads, `console.error`) since the last read of the console.
+    pub fn console_errors(&self) -> Vec<String> {
+        self.console()
+            .into_iter()
+            .filter(|(level, _)| level == "SEVERE")
+            .map(|(_, message)| message)
+            .collect()
     }
 
     /// The browser console entries since the last call: (level, message).

@@ -123,7 +123,8 @@
   }
 
   // ---- partitions and history ----------------------------------------------
-  const partitionKey = (p) => `[${p.clusterId}]${p.name}`;
+  // The server names a partition `[rm]name` itself when two RMs share the name.
+  const partitionKey = (p) => (p.name.startsWith('[') ? p.name : `[${p.clusterId}]${p.name}`);
 
   function renderPartitions(parts, health) {
     $('no-partitions').hidden = parts.length > 0;

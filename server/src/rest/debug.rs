@@ -104,7 +104,7 @@ pub async fn full_state_dump(
     let _one_at_a_time = DUMPING.lock().unwrap_or_else(|e| e.into_inner());
     let mut dump = json!({
         "timestamp": unix_nanos(std::time::SystemTime::now()),
-        "partitions": snaps.iter().map(|s| super::partitions::partition(s)).collect::<Vec<_>>(),
+        "partitions": super::partitions::all_partitions(&snaps),
         "applications": snaps.iter().flat_map(|s| super::apps::applications(s, |_| true)).collect::<Vec<_>>(),
         "appHistory": super::history::app_history(&state.history),
         "nodes": super::nodes::nodes_by_partition(&snaps),

@@ -11,7 +11,7 @@ use unisched_core::snapshot::{NodeSnapshot, PartitionSnapshot, ResourceMap};
 
 use super::apps::{AllocationInfo, allocations};
 use super::resources::abs_used;
-use super::{ApiError, ApiResult, RestState, all_snapshots, snapshot};
+use super::{ApiError, ApiResult, RestState, all_snapshots, partition_labels, snapshot};
 
 /// The node attribute upstream reads a node's rack from.
 const RACK_ATTRIBUTE: &str = "si/rackname";
@@ -93,8 +93,9 @@ pub struct PartitionNodes {
 pub fn nodes_by_partition(snaps: &[std::sync::Arc<PartitionSnapshot>]) -> Vec<PartitionNodes> {
     snaps
         .iter()
-        .map(|s| PartitionNodes {
-            partition_name: s.name.clone(),
+        .zip(partition_labels(snaps))
+        .map(|(s, partition_name)| PartitionNodes {
+            partition_name,
             nodes: all_nodes(s),
         })
         .collect()
@@ -158,7 +159,7 @@ fn is_zero(n: &usize) -> bool {
 /// Upstream indexes past the last bucket for a node used above 100 %
 /// (possible after a capacity shrink) and fails; such a node is in the last
 /// bucket here.
-pub fn utilization(snap: &PartitionSnapshot) -> PartitionUtilization {
+pub fn utilization(snap: &PartitionSnapshot, label: String) -> PartitionUtilization {
     let mut buckets: BTreeMap<&str, Vec<Vec<String>>> = BTreeMap::new();
     for n in &snap.nodes {
         let used = abs_used(&n.capacity, &n.allocated);
@@ -173,7 +174,7 @@ pub fn utilization(snap: &PartitionSnapshot) -> PartitionUtilization {
     }
     PartitionUtilization {
         cluster_id: snap.rm_id.clone(),
-        partition: snap.name.clone(),
+        partition: label,
         utilizations: buckets
             .into_iter()
             .map(|(kind, lists)| TypeUtilization {
@@ -196,7 +197,11 @@ pub fn utilization(snap: &PartitionSnapshot) -> PartitionUtilization {
 pub async fn utilizations(State(state): State<RestState>) -> ApiResult<impl IntoResponse> {
     let snaps = all_snapshots(&state).await?;
     Ok(axum::Json(
-        snaps.iter().map(|s| utilization(s)).collect::<Vec<_>>(),
+        snaps
+            .iter()
+            .zip(partition_labels(&snaps))
+            .map(|(s, label)| utilization(s, label))
+            .collect::<Vec<_>>(),
     ))
 }
 
@@ -229,7 +234,7 @@ mod tests {
             ],
             ..Default::default()
         };
-        let u = serde_json::to_value(utilization(&snap)).unwrap();
+        let u = serde_json::to_value(utilization(&snap, "p".into())).unwrap();
         let b = &u["utilizations"][0]["utilization"];
         assert_eq!(u["utilizations"][0]["type"], "memory");
         assert_eq!(b.as_array().unwrap().len(), 10);

@@ -10,7 +10,7 @@ use unisched_core::config::{FilterKind, PlacementRuleConfig, RuleKind};
 use unisched_core::snapshot::{PartitionSnapshot, ResourceMap};
 
 use super::resources::{abs_used, add};
-use super::{ApiResult, RestState, all_snapshots, snapshot, unix_nanos};
+use super::{ApiResult, RestState, all_snapshots, partition_labels, snapshot, unix_nanos};
 
 /// `PartitionInfo`.
 #[derive(Serialize)]
@@ -63,8 +63,8 @@ pub fn used_capacity(snap: &PartitionSnapshot) -> ResourceMap {
     used
 }
 
-/// The partition summary.
-pub fn partition(snap: &PartitionSnapshot) -> PartitionInfo {
+/// The partition summary, named `label`.
+pub fn partition(snap: &PartitionSnapshot, label: String) -> PartitionInfo {
     let used = used_capacity(snap);
     let mut applications = BTreeMap::new();
     applications.insert("total".to_string(), snap.applications.len());
@@ -79,7 +79,7 @@ pub fn partition(snap: &PartitionSnapshot) -> PartitionInfo {
     };
     PartitionInfo {
         cluster_id: snap.rm_id.clone(),
-        name: snap.name.clone(),
+        name: label,
         capacity: PartitionCapacity {
             utilization: abs_used(&snap.total_capacity, &used),
             capacity: snap.total_capacity.clone(),
@@ -98,12 +98,19 @@ pub fn partition(snap: &PartitionSnapshot) -> PartitionInfo {
     }
 }
 
+/// Every partition's summary.
+pub fn all_partitions(snaps: &[std::sync::Arc<PartitionSnapshot>]) -> Vec<PartitionInfo> {
+    snaps
+        .iter()
+        .zip(partition_labels(snaps))
+        .map(|(s, label)| partition(s, label))
+        .collect()
+}
+
 /// `GET /ws/v1/partitions`.
 pub async fn partitions(State(state): State<RestState>) -> ApiResult<impl IntoResponse> {
     let snaps = all_snapshots(&state).await?;
-    Ok(axum::Json(
-        snaps.iter().map(|s| partition(s)).collect::<Vec<_>>(),
-    ))
+    Ok(axum::Json(all_partitions(&snaps)))
 }
 
 /// `ClusterDAOInfo`.
@@ -135,10 +142,11 @@ pub fn clusters(
         .collect();
     snaps
         .iter()
-        .map(|s| ClusterInfo {
+        .zip(partition_labels(snaps))
+        .map(|(s, label)| ClusterInfo {
             start_time: unix_nanos(state.started),
             rm_build_information: build.clone(),
-            partition: s.name.clone(),
+            partition: label,
             cluster_name: s.rm_id.clone(),
         })
         .collect()
@@ -252,8 +260,9 @@ pub struct PartitionRules {
 pub fn all_rules(snaps: &[std::sync::Arc<PartitionSnapshot>]) -> Vec<PartitionRules> {
     snaps
         .iter()
-        .map(|s| PartitionRules {
-            partition: s.name.clone(),
+        .zip(partition_labels(snaps))
+        .map(|(s, partition)| PartitionRules {
+            partition,
             rules: rules(s),
         })
         .collect()
