@@ -31,6 +31,7 @@ pub fn router(state: RestState) -> Router {
         .route("/ui/info", get(info))
         .route("/ui/mesos/state", get(mesos_state))
         .route("/ui/mesos/metrics", get(mesos_metrics))
+        .layer(axum::middleware::from_fn(crate::rest::contain_panics))
         .with_state(state)
 }
 

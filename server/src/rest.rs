@@ -223,7 +223,29 @@ pub fn router(state: RestState) -> Router {
         .layer(DefaultBodyLimit::max(crate::MAX_BODY_BYTES))
         .layer(middleware::from_fn_with_state(state.clone(), require_token))
         .layer(middleware::from_fn(cors))
+        .layer(middleware::from_fn(contain_panics))
         .with_state(state)
+}
+
+/// A handler that panics answers 500 with the panic's message; the
+/// connection's task goes on and nothing escapes into the runtime.
+pub(crate) async fn contain_panics(request: Request, next: Next) -> Response {
+    use futures_util::FutureExt as _;
+    match std::panic::AssertUnwindSafe(next.run(request))
+        .catch_unwind()
+        .await
+    {
+        Ok(response) => response,
+        Err(panic) => {
+            let message = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".to_string());
+            tracing::error!(%message, "REST handler panicked");
+            ApiError::internal(format!("the handler failed: {message}")).into_response()
+        }
+    }
 }
 
 async fn not_found(request: Request) -> ApiError {
@@ -364,6 +386,32 @@ mod tests {
             ("[x", "[x"),
         ] {
             assert_eq!(plain_name(q), p);
+        }
+    }
+
+    #[tokio::test]
+    async fn a_panicking_handler_answers_500_and_the_server_goes_on() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        async fn boom() -> &'static str {
+            panic!("kaboom")
+        }
+        let app = Router::new()
+            .route("/boom", get(boom))
+            .route("/ok", get(|| async { "fine" }))
+            .layer(middleware::from_fn(contain_panics));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        for (path, want) in [("/boom", "500"), ("/ok", "200"), ("/boom", "500")] {
+            let mut conn = tokio::net::TcpStream::connect(addr).await.unwrap();
+            let request = format!("GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+            conn.write_all(request.as_bytes()).await.unwrap();
+            let mut text = String::new();
+            conn.read_to_string(&mut text).await.unwrap();
+            assert_eq!(&text[9..12], want, "{path}: {text}");
+            if want == "500" {
+                assert!(text.contains("kaboom"), "{text}");
+            }
         }
     }
 

@@ -35,12 +35,17 @@ pub async fn moved(request: Request) -> Response {
 /// process cannot walk other threads' stacks, so this lists every thread
 /// of the process with its name, scheduler state and what the kernel has it
 /// waiting on (Linux `/proc`), then the backtrace of the thread answering.
-pub async fn stack() -> Response {
-    let mut out = String::new();
-    out.push_str(&threads());
-    out.push_str("\nbacktrace of the answering thread:\n");
-    out.push_str(&std::backtrace::Backtrace::force_capture().to_string());
-    ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], out).into_response()
+pub async fn stack() -> ApiResult<Response> {
+    // Resolving a backtrace's symbols takes a while: not on a runtime thread.
+    let out = tokio::task::spawn_blocking(|| {
+        let mut out = threads();
+        out.push_str("\nbacktrace of the answering thread:\n");
+        out.push_str(&std::backtrace::Backtrace::force_capture().to_string());
+        out
+    })
+    .await
+    .map_err(ApiError::internal)?;
+    Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], out).into_response())
 }
 
 fn threads() -> String {

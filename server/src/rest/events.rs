@@ -21,11 +21,10 @@ use unisched_core::scheduler::observe::{EventBatch, ObservedEvent};
 
 use super::{ApiError, ApiResult, Params, RestState};
 
-/// Events returned by `events/batch` when `count` is not given.
-pub const DEFAULT_BATCH: usize = 100;
 /// Most `events/stream` responses open at once.
 pub const MAX_STREAMS: usize = 32;
-/// Largest `count` accepted.
+/// Largest `count` answered (upstream's default REST response size); also
+/// what `events/batch` answers without a `count`, as upstream.
 const MAX_COUNT: usize = 10_000;
 
 /// `si.EventRecord` as Go's encoding/json writes it, which is what
@@ -146,7 +145,7 @@ pub async fn batch(State(state): State<RestState>, params: Params) -> ApiResult<
             ));
         }
         Some(n) => usize::try_from(n).unwrap_or(MAX_COUNT).min(MAX_COUNT),
-        None => DEFAULT_BATCH,
+        None => MAX_COUNT,
     };
     let start = number(&params, "start")?.unwrap_or(0);
     let batch = state.scheduler.events_since(start, count);
