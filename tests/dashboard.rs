@@ -30,6 +30,8 @@ const READ_PAGE: &str = "
         offers: all('[data-offer]', 'offer'),
         links: [...document.querySelectorAll('[data-mesos-link]')].map(a => a.getAttribute('href')),
         charts: document.querySelectorAll('.chart svg').length,
+        chartPoints: [...document.querySelectorAll('.chart polyline')]
+            .map(l => l.getAttribute('points').split(' ').length),
     };";
 
 fn strings(v: &Value) -> Vec<String> {
@@ -84,6 +86,13 @@ fn dashboard_shows_queues_nodes_and_the_mesos_side_without_script_errors() {
             "no link to the master's {path}: {links:?}"
         );
     }
+
+    // The history charts grow as the server samples (every second here).
+    browser.wait_for(WITHIN, READ_PAGE, |v| {
+        v["chartPoints"]
+            .as_array()
+            .is_some_and(|c| c.len() == 2 && c.iter().all(|n| n.as_u64() >= Some(4)))
+    });
 
     // Live: a new application shows up without a reload.
     submit(&rm, &callback, "late-arrival", "root.dev", 1);

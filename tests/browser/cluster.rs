@@ -59,7 +59,8 @@ fn addr_after(line: &str, marker: &str) -> Option<String> {
     )
 }
 
-/// Starts `unisched serve` with a Mesos master and three simulated agents.
+/// Starts `unisched serve` with a Mesos master and three simulated agents,
+/// sampling its history every second.
 pub fn serve() -> Serve {
     let mut child = Command::new(env!("CARGO_BIN_EXE_unisched"))
         .args([
@@ -74,6 +75,8 @@ pub fn serve() -> Serve {
             "3",
             "--agent-executor",
             "simulated",
+            "--history-interval",
+            "1s",
         ])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
