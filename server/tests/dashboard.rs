@@ -66,5 +66,10 @@ async fn the_mesos_side_comes_from_the_master() {
     // The RM's diagnostics in the state dump are the master's own state.
     let dump = get_json(&server, "/debug/fullstatedump").await;
     assert_eq!(dump["rmDiagnostics"]["slaves"].as_array().unwrap().len(), 2);
+    assert!(
+        dump["config"]["Partitions"].is_array(),
+        "the master's configuration: {}",
+        dump["config"]
+    );
     server.shutdown().await;
 }

@@ -233,7 +233,7 @@ pub fn config_dao(text: Option<&str>) -> Value {
 
 /// The configuration text of the RM `params` mean (`None` before any RM
 /// registered).
-pub fn text_in_force(scheduler: &Scheduler, params: &Params) -> ApiResult<Option<String>> {
+fn text_in_force(scheduler: &Scheduler, params: &Params) -> ApiResult<Option<String>> {
     match rm_of(scheduler, params)? {
         None => Ok(None),
         Some(rm) => scheduler

@@ -105,7 +105,13 @@ pub async fn full_state_dump(
             .unwrap_or_else(|| json!({"Error": "the Mesos master has stopped"})),
         None => json!({"empty": "Resource Manager did not register callback"}),
     };
-    let config = super::config::text_in_force(&state.scheduler, &params).unwrap_or_default();
+    // Upstream has one configuration; with several RMs the dump shows the
+    // one `?rmID=` names, else the first RM's, rather than none.
+    let rm = params
+        .get("rmID")
+        .cloned()
+        .or_else(|| state.scheduler.resource_managers().into_iter().next());
+    let config = rm.and_then(|rm| state.scheduler.config(&rm));
     let _one_at_a_time = DUMPING.lock().unwrap_or_else(|e| e.into_inner());
     let mut dump = json!({
         "timestamp": unix_nanos(std::time::SystemTime::now()),
