@@ -3,6 +3,8 @@
 
 #![allow(dead_code)] // each test file uses its own subset
 
+pub mod cluster;
+
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
