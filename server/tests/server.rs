@@ -6,6 +6,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::cluster::res;
 use common::{
     WAIT, get_json, get_json_until, get_json_with, http, open_get, read_until, start_with,
 };
@@ -21,16 +22,6 @@ use unisched_si as si;
 use unisched_si::scheduler_client::SchedulerClient;
 
 const RM: &str = "rm-1";
-
-fn res(mem: i64, vcore: i64) -> Option<si::Resource> {
-    Some(si::Resource {
-        resources: [
-            ("memory".to_string(), si::Quantity { value: mem }),
-            ("vcore".to_string(), si::Quantity { value: vcore }),
-        ]
-        .into(),
-    })
-}
 
 fn nodes(ids: &[&str]) -> si::NodeRequest {
     si::NodeRequest {

@@ -45,7 +45,8 @@ pub const CONFIG: &str = "partitions:
               resources: {max: {memory: 500}}
 ";
 
-fn res(memory: i64, vcore: i64) -> Option<si::Resource> {
+/// A resource of `memory` bytes and `vcore` milli-cores.
+pub fn res(memory: i64, vcore: i64) -> Option<si::Resource> {
     Some(si::Resource {
         resources: [
             ("memory".to_string(), si::Quantity { value: memory }),
