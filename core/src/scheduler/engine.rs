@@ -362,6 +362,11 @@ impl Engine {
             RmConfig {
                 policy_group: request.policy_group.clone(),
                 text: text.clone(),
+                build_info: request
+                    .build_info
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
             },
         );
         self.rms.insert(

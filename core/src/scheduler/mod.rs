@@ -313,6 +313,13 @@ impl Scheduler {
         self.inner.observer.config(rm_id).map(|c| c.text)
     }
 
+    /// The build information `rm_id` gave at registration, or `None` for an
+    /// unknown RM.
+    pub fn build_info(&self, rm_id: &str) -> Option<std::collections::BTreeMap<String, String>> {
+        self.check_registered(rm_id).ok()?;
+        self.inner.observer.config(rm_id).map(|c| c.build_info)
+    }
+
     /// Applies `text` as the configuration of `rm_id`, then asks the RM to
     /// persist it and returns its answer (see the module docs). Errors: unknown
     /// RM, invalid configuration (nothing changed), shut down, reentrant call.

@@ -335,6 +335,9 @@ pub struct App {
     pub state: AppState,
     /// Clock time of the last transition.
     pub state_since: u64,
+    /// Every state entered with its clock time, oldest first (for readers;
+    /// an application makes a handful of transitions in its life).
+    pub state_log: Vec<(AppState, u64)>,
     /// Clock time of submission.
     pub submission_time: u64,
     /// Submission order within the partition.

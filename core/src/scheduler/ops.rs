@@ -88,6 +88,7 @@ impl Partition {
             tags,
             state: AppState::New,
             state_since: now,
+            state_log: vec![(AppState::New, now)],
             submission_time: now,
             seq,
             allocated: Resource::ZERO,
@@ -362,6 +363,7 @@ impl Partition {
         let a = &mut self.apps[app];
         a.state = to;
         a.state_since = now;
+        a.state_log.push((to, now));
         if to == AppState::Completing {
             self.completing_timers
                 .push(std::cmp::Reverse((now + self.completing_timeout, app)));

@@ -177,6 +177,10 @@ pub struct CompletedApp {
     pub state: AppState,
     /// Submission time.
     pub submission_time: u64,
+    /// Owner's groups.
+    pub groups: Vec<String>,
+    /// Every state entered with its clock time, oldest first.
+    pub state_log: Vec<(AppState, u64)>,
 }
 
 /// One partition of one RM.
@@ -930,6 +934,11 @@ impl Partition {
                     max_applications: q.max_applications,
                     running_applications: q.running_apps,
                     properties: q.properties.clone(),
+                    child_template: self
+                        .config
+                        .root
+                        .find(&q.path)
+                        .and_then(|c| c.child_template.clone()),
                 }
             })
             .collect();
@@ -951,6 +960,11 @@ impl Partition {
                             reserved_node: ask
                                 .reserved_node
                                 .map(|n| String::from(&*self.nodes[n].id)),
+                            created: ask.created,
+                            tags: ask.tags().clone(),
+                            task_group: ask.task_group().to_string(),
+                            placeholder: ask.placeholder,
+                            originator: ask.originator,
                         }
                     })
                     .collect();
@@ -967,6 +981,18 @@ impl Partition {
                     pending_asks,
                     allocation_count: a.allocation_count,
                     submission_time: a.submission_time,
+                    state_log: state_log(&a.state_log),
+                    placeholders: a
+                        .gang
+                        .iter()
+                        .flat_map(|g| g.groups.iter())
+                        .map(|(name, c)| PlaceholderSnapshot {
+                            task_group: name.clone(),
+                            count: c.count,
+                            replaced: c.replaced,
+                            timed_out: c.gone,
+                        })
+                        .collect(),
                 }
             })
             .collect();
@@ -976,8 +1002,10 @@ impl Partition {
                     id: String::from(&*c.id),
                     queue: c.queue.to_string(),
                     user: c.user.to_string(),
+                    groups: c.groups.clone(),
                     state: c.state.as_str().to_string(),
                     submission_time: c.submission_time,
+                    state_log: state_log(&c.state_log),
                     ..Default::default()
                 });
             }
@@ -1002,15 +1030,26 @@ impl Partition {
         let mut allocations: Vec<AllocationSnapshot> = self
             .allocs
             .iter()
-            .map(|(_, al)| AllocationSnapshot {
-                allocation_key: String::from(&*al.key),
-                allocation_id: String::from(&*al.id),
-                application_id: String::from(&*self.apps[al.app].id),
-                queue: self.queues[self.apps[al.app].queue].path.to_string(),
-                node_id: String::from(&*self.nodes[al.node].id),
-                resource: map(&al.resource),
-                placeholder: al.placeholder,
-                priority: al.priority,
+            .map(|(_, al)| {
+                let app = &self.apps[al.app];
+                AllocationSnapshot {
+                    allocation_key: String::from(&*al.key),
+                    allocation_id: String::from(&*al.id),
+                    application_id: String::from(&*app.id),
+                    queue: self.queues[app.queue].path.to_string(),
+                    node_id: String::from(&*self.nodes[al.node].id),
+                    resource: map(&al.resource),
+                    placeholder: al.placeholder,
+                    priority: al.priority,
+                    created: al.created,
+                    requested: app.asks.get(&al.key).map_or(0, |&k| self.asks[k].created),
+                    task_group: al.task_group.clone(),
+                    originator: al.originator,
+                    tags: al.tags.clone(),
+                    preempted: al.releasing.as_ref().is_some_and(|r| {
+                        r.termination == unisched_si::TerminationType::PreemptedByScheduler
+                    }),
+                }
             })
             .collect();
         allocations.sort_by(|a, b| a.allocation_id.cmp(&b.allocation_id));
@@ -1028,6 +1067,9 @@ impl Partition {
             applications,
             nodes,
             allocations,
+            preemption_enabled: self.config.preemption.enabled,
+            node_sort_weights: self.config.node_sort_policy.resource_weights.clone(),
+            placement_rules: self.config.placement_rules.clone(),
         }
     }
 
@@ -1039,6 +1081,8 @@ impl Partition {
             user: app.user.clone(),
             state: app.state,
             submission_time: app.submission_time,
+            groups: app.groups.clone(),
+            state_log: app.state_log.clone(),
         });
         while self.completed_apps.len() > COMPLETED_APPS_KEPT {
             self.completed_apps.pop_front();
@@ -1058,6 +1102,16 @@ impl App {
                 | AppState::Expired
         )
     }
+}
+
+/// A state log as readers see it.
+fn state_log(log: &[(AppState, u64)]) -> Vec<crate::snapshot::StateChange> {
+    log.iter()
+        .map(|&(state, time)| crate::snapshot::StateChange {
+            state: state.as_str().to_string(),
+            time,
+        })
+        .collect()
 }
 
 /// A share divided by a weight in thousandths (1000 = 1, the common case,
