@@ -240,12 +240,11 @@ impl AgentBackend for ProcessAgent {
 
     fn destroy_volumes(&self, volumes: &[v1::Resource]) {
         for v in volumes {
-            if let Some(dir) = self.shared.volume_directory(v) {
-                if let Err(e) = std::fs::remove_dir_all(&dir)
-                    && e.kind() != std::io::ErrorKind::NotFound
-                {
-                    tracing::warn!(dir = %dir.display(), error = %e, "cannot remove a destroyed volume's directory");
-                }
+            if let Some(dir) = self.shared.volume_directory(v)
+                && let Err(e) = std::fs::remove_dir_all(&dir)
+                && e.kind() != std::io::ErrorKind::NotFound
+            {
+                tracing::warn!(dir = %dir.display(), error = %e, "cannot remove a destroyed volume's directory");
             }
         }
     }
