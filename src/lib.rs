@@ -10,6 +10,7 @@ pub mod cli;
 pub mod scenario;
 pub mod simulate;
 pub mod soak;
+pub mod trace;
 pub mod watch;
 pub mod workload;
 
