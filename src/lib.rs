@@ -7,6 +7,7 @@ pub use unisched_si as si;
 
 pub mod bench;
 pub mod cli;
+pub mod replay;
 pub mod scenario;
 pub mod simulate;
 pub mod soak;

@@ -217,6 +217,8 @@ pub struct TraceBuilder {
     node_index: HashMap<String, u32>,
     /// Records with their absolute time, before shifting to the first one.
     timed: Vec<(i64, Event)>,
+    /// Records at the trace's start, whatever its origin (`--nodes`).
+    at_start: Vec<Event>,
     skip_bad_lines: bool,
 }
 
@@ -232,6 +234,40 @@ impl TraceBuilder {
         b.trace.task_groups.push(String::new());
         b.group_index.insert(String::new(), 0);
         b
+    }
+
+    /// A builder holding a finished trace, to add records to it.
+    pub fn from_trace(trace: Trace) -> Self {
+        let index = |names: &[String]| -> HashMap<String, u32> {
+            names
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (n.clone(), i as u32))
+                .collect()
+        };
+        let ids: Vec<String> = trace.apps.iter().map(|a| a.id.clone()).collect();
+        Self {
+            app_index: index(&ids),
+            size_index: trace
+                .sizes
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (s.clone(), i as u32))
+                .collect(),
+            group_index: index(&trace.task_groups),
+            node_index: index(&trace.nodes),
+            timed: trace
+                .records
+                .iter()
+                .map(|r| (i64::try_from(r.time_ms).unwrap_or(i64::MAX), r.event))
+                .collect(),
+            at_start: Vec::new(),
+            skip_bad_lines: false,
+            trace: Trace {
+                records: Vec::new(),
+                ..trace
+            },
+        }
     }
 
     /// The index of application `app.id`, adding it on first sight (later
@@ -286,6 +322,13 @@ impl TraceBuilder {
         i
     }
 
+    /// Adds a node joining at the trace's start.
+    pub fn node_at_start(&mut self, id: &str, capacity: Size) {
+        let node = self.node(id);
+        let capacity = self.size(capacity);
+        self.push_at_start(Event::NodeUp { node, capacity });
+    }
+
     /// Adds a node joining (or changing capacity) at `time_ms`.
     pub fn node_up(&mut self, time_ms: i64, id: &str, capacity: Size) {
         let node = self.node(id);
@@ -301,6 +344,11 @@ impl TraceBuilder {
     /// Adds a record at `time_ms` (any origin; negative is fine).
     pub fn push(&mut self, time_ms: i64, event: Event) {
         self.timed.push((time_ms, event));
+    }
+
+    /// Adds a record at the time of the trace's first record.
+    pub fn push_at_start(&mut self, event: Event) {
+        self.at_start.push(event);
     }
 
     /// Notes an input row left out on purpose.
@@ -325,14 +373,15 @@ impl TraceBuilder {
         // Stable: records of one time keep their order in the input.
         self.timed.sort_by_key(|(t, _)| *t);
         let origin = self.timed.first().map_or(0, |(t, _)| *t);
-        self.trace.records = self
-            .timed
+        let start = self
+            .at_start
             .into_iter()
-            .map(|(t, event)| Record {
-                time_ms: u64::try_from(t - origin).unwrap_or(0),
-                event,
-            })
-            .collect();
+            .map(|event| Record { time_ms: 0, event });
+        let timed = self.timed.into_iter().map(|(t, event)| Record {
+            time_ms: u64::try_from(t.saturating_sub(origin)).unwrap_or(0),
+            event,
+        });
+        self.trace.records = start.chain(timed).collect();
         self.trace
     }
 }

@@ -1,0 +1,213 @@
+//! `unisched simulate` on the small traces of `tests/traces/`, whose outcomes
+//! are known by hand: a queue at its max waits, a guarantee is met soon after
+//! preemption, bad input is counted and never stops the replay, and a trace
+//! line that does not parse names its file, line and column.
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+use unisched::simulate::{
+    self, NamedConfig, SimulateOptions, TraceFormat, TraceInput, figures::Figures,
+};
+use unisched::trace::ImportOptions;
+
+fn traces() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/traces")
+}
+
+fn options(trace: &str, configs: &[&str]) -> SimulateOptions {
+    SimulateOptions {
+        configs: configs
+            .iter()
+            .map(|c| NamedConfig {
+                name: (*c).to_string(),
+                text: std::fs::read_to_string(traces().join(c)).expect("config"),
+            })
+            .collect(),
+        input: TraceInput::Files {
+            format: TraceFormat::Auto,
+            traces: vec![traces().join(trace)],
+            machines: Vec::new(),
+            import: ImportOptions {
+                vcore_unit: 1000,
+                memory_unit: 1 << 30,
+                queue_template: None,
+            },
+        },
+        nodes: Vec::new(),
+        skip_bad_lines: false,
+        tick_ms: 1000,
+    }
+}
+
+/// Replays and returns the figures, and the same figures as JSON.
+fn simulate(trace: &str, configs: &[&str]) -> (Figures, Value) {
+    let options = options(trace, configs);
+    let trace = simulate::load_trace(&options).expect("trace loads");
+    let runs = simulate::run(&options, &trace, |_, _| {}).expect("replay runs");
+    let figures = simulate::figures::figures(&trace, &runs);
+    let json = serde_json::to_value(&figures).expect("figures encode");
+    (figures, json)
+}
+
+fn queue<'a>(run: &'a Value, path: &str) -> &'a Value {
+    run["queues"]
+        .as_array()
+        .and_then(|qs| qs.iter().find(|q| q["path"] == path))
+        .unwrap_or_else(|| panic!("no queue {path} in {run}"))
+}
+
+fn max_of(series: &Value) -> i64 {
+    series
+        .as_array()
+        .map_or(0, |v| v.iter().filter_map(Value::as_i64).max().unwrap_or(0))
+}
+
+#[test]
+fn a_queue_at_its_max_waits() {
+    let (_, json) = simulate("queue-at-max.csv", &["queue-at-max.yaml"]);
+    let run = &json["runs"][0];
+    let capped = queue(run, "root.capped");
+    // Four 1-core tasks under a 2-core max: two wait for the first two to end.
+    assert_eq!(capped["max"]["vcore"], 2000);
+    assert_eq!(max_of(&capped["allocated"]["vcore"]), 2000);
+    assert_eq!(capped["wait"]["count"], 4);
+    assert_eq!(capped["wait"]["max_s"], 60.0);
+    assert_eq!(capped["wait"]["histogram"][0], 2, "two placed at once");
+    assert_eq!(max_of(&capped["pending_tasks"]), 2);
+    let free = queue(run, "root.free");
+    assert_eq!(free["wait"]["max_s"], 0.0);
+    assert_eq!(run["summary"]["allocations"], 6);
+    assert_eq!(run["summary"]["releases"], 6);
+    assert_eq!(run["summary"]["never_placed"], 0);
+    assert_eq!(run["apps_by_state"]["Completed"], 2);
+    // The parent sums its leaves.
+    assert_eq!(max_of(&queue(run, "root")["allocated"]["vcore"]), 4000);
+    assert_eq!(run["rejections"].as_array().map(Vec::len), Some(0));
+}
+
+#[test]
+fn a_guarantee_is_met_within_seconds_by_preemption() {
+    let (_, json) = simulate("preemption.jsonl", &["preemption.yaml"]);
+    let run = &json["runs"][0];
+    let prod = queue(run, "root.prod");
+    let batch = queue(run, "root.batch");
+    // batch fills both nodes; prod's two tasks arrive at 10 s, wait out the
+    // 1 s preemption delay, and two batch tasks make room.
+    assert_eq!(run["summary"]["preemptions"], 2);
+    assert_eq!(batch["preempted"], 2);
+    assert_eq!(prod["preempting"], 2);
+    assert_eq!(prod["wait"]["count"], 2);
+    let waited = prod["wait"]["max_s"].as_f64().unwrap_or(f64::MAX);
+    assert!((1.0..=5.0).contains(&waited), "prod waited {waited} s");
+    // The preempted batch tasks run again once prod is done.
+    assert_eq!(batch["wait"]["count"], 6);
+    assert_eq!(run["summary"]["never_placed"], 0);
+    assert_eq!(run["summary"]["releases"], 6);
+    // Preemptions show over time, ending at 2.
+    let over_time = run["cluster"]["preemptions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(over_time.first(), Some(&Value::from(0)));
+    assert_eq!(over_time.last(), Some(&Value::from(2)));
+}
+
+#[test]
+fn the_same_trace_replays_to_the_same_figures_and_configs_compare() {
+    let (a, _) = simulate(
+        "preemption.jsonl",
+        &["preemption.yaml", "queue-at-max.yaml"],
+    );
+    let (b, _) = simulate(
+        "preemption.jsonl",
+        &["preemption.yaml", "queue-at-max.yaml"],
+    );
+    let strip = |f: &Figures| {
+        let mut v = serde_json::to_value(f).unwrap();
+        for run in v["runs"].as_array_mut().unwrap() {
+            for key in ["wall_s", "events_per_second"] {
+                run["summary"][key] = Value::Null;
+            }
+        }
+        v
+    };
+    assert_eq!(strip(&a), strip(&b));
+    assert_eq!(a.runs.len(), 2);
+    // Without queues of those names, every application is rejected.
+    let other = &a.runs[1];
+    assert_eq!(other.summary.allocations, 0);
+    assert_eq!(other.apps_by_state.get("Rejected"), Some(&2));
+    assert!(other.rejections.iter().any(|r| r.kind == "application"));
+}
+
+#[test]
+fn bad_input_is_counted_and_the_replay_goes_on() {
+    let (f, json) = simulate("bad-input.csv", &["bad-input.yaml"]);
+    let run = &f.runs[0];
+    let reasons: Vec<(&str, &str, u64)> = run
+        .rejections
+        .iter()
+        .map(|r| (r.kind.as_str(), r.reason.as_str(), r.count))
+        .collect();
+    let has = |kind: &str, text: &str, count: u64| {
+        reasons
+            .iter()
+            .any(|(k, r, c)| *k == kind && r.contains(text) && *c == count)
+    };
+    assert!(
+        has("not submitted", "asks for gpu, which no node has", 1),
+        "{reasons:?}"
+    );
+    assert!(
+        has("not submitted", "asks for more vcore than any node has", 1),
+        "{reasons:?}"
+    );
+    assert!(
+        has("not submitted", "its application was rejected", 2),
+        "{reasons:?}"
+    );
+    assert!(has("application", "root.nowhere", 1), "{reasons:?}");
+    assert_eq!(run.summary.not_submitted, 4);
+    assert_eq!(run.apps_by_state.get("Rejected"), Some(&1));
+    // The gang's two placeholders are replaced by its real tasks.
+    assert_eq!(run.summary.placeholders_replaced, 2);
+    // A node leaves at 30 s with tasks on it; they start over elsewhere.
+    assert!(run.summary.lost_with_node >= 1, "{:?}", run.summary);
+    assert_eq!(run.summary.never_placed, 0);
+    assert_eq!(run.summary.still_running, 0);
+    assert_eq!(
+        json["runs"][0]["cluster"]["nodes_up"]
+            .as_array()
+            .and_then(|v| v.last()),
+        Some(&Value::from(1))
+    );
+    assert_eq!(json["trace"]["nodes"], 2);
+}
+
+#[test]
+fn a_bad_line_names_file_line_and_column_or_is_skipped() {
+    let mut strict = options("bad-line.csv", &["bad-input.yaml"]);
+    let err = simulate::load_trace(&strict)
+        .expect_err("bad line")
+        .to_string();
+    assert!(
+        err.ends_with("bad-line.csv:3:21: count \"two\" is not a whole number of at least 1"),
+        "{err}"
+    );
+    strict.skip_bad_lines = true;
+    strict.nodes = vec!["1".parse().unwrap()];
+    let trace = simulate::load_trace(&strict).expect("bad lines skipped");
+    assert_eq!(trace.bad_line_count, 2);
+    assert!(
+        trace.bad_lines[1]
+            .to_string()
+            .contains("bad-line.csv:4:13: "),
+        "{}",
+        trace.bad_lines[1]
+    );
+    let runs = simulate::run(&strict, &trace, |_, _| {}).unwrap();
+    let f = simulate::figures::figures(&trace, &runs);
+    assert_eq!(f.trace.bad_lines, 2);
+    assert_eq!(f.runs[0].summary.allocations, 2);
+}
