@@ -211,3 +211,103 @@ fn a_bad_line_names_file_line_and_column_or_is_skipped() {
     assert_eq!(f.trace.bad_lines, 2);
     assert_eq!(f.runs[0].summary.allocations, 2);
 }
+
+/// Runs the `unisched` binary with `args`.
+fn unisched(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_unisched"))
+        .args(args)
+        .current_dir(traces())
+        .output()
+        .expect("unisched runs")
+}
+
+#[test]
+fn the_command_writes_a_report_and_its_json_and_compares_configs() {
+    let dir = std::env::temp_dir().join(format!("unisched-simulate-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let report = dir.join("report.html");
+    let out = unisched(&[
+        "simulate",
+        "--config",
+        "preemption.yaml",
+        "--against",
+        "queue-at-max.yaml",
+        "--trace",
+        "preemption.jsonl",
+        "--report",
+        report.to_str().unwrap(),
+        "--json",
+        "--quiet",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("preemption.yaml") && stdout.contains("queue-at-max.yaml"),
+        "{stdout}"
+    );
+    let html = std::fs::read_to_string(&report).unwrap();
+    let json: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
+    assert_eq!(json["runs"].as_array().map(Vec::len), Some(2));
+    assert_eq!(json["runs"][0]["summary"]["preemptions"], 2);
+    // Self-contained: nothing to fetch, nothing to run.
+    for banned in ["<script", "<link", "src=", "url(", "https://"] {
+        assert!(!html.contains(banned), "the report contains {banned}");
+    }
+    for section in [
+        "Usage against guaranteed and max",
+        "Pending demand",
+        "Wait from ask",
+        "dominant share",
+        "Node utilisation",
+        "Preemptions",
+        "Refused, with reasons",
+        "Applications by final state",
+    ] {
+        assert!(html.contains(section), "no section {section}");
+    }
+    assert!(html.matches("<svg").count() >= 10);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn the_command_stops_at_a_bad_line_with_its_position() {
+    let out = unisched(&[
+        "simulate",
+        "--config",
+        "bad-input.yaml",
+        "--trace",
+        "bad-line.csv",
+        "--quiet",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("bad-line.csv:3:21: count \"two\""),
+        "{stderr}"
+    );
+    let out = unisched(&[
+        "simulate",
+        "--config",
+        "bad-input.yaml",
+        "--trace",
+        "bad-line.csv",
+        "--nodes",
+        "2",
+        "--skip-bad-lines",
+        "--quiet",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("bad lines skipped: 2"), "{stdout}");
+    let out = unisched(&["simulate", "--config", "no-such.yaml", "--quiet"]);
+    assert_eq!(out.status.code(), Some(2));
+}

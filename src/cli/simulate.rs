@@ -74,8 +74,8 @@ pub struct SimulateArgs {
     pub report: Option<PathBuf>,
     /// Write the figures as JSON here (without a file: beside the report,
     /// or simulate.json).
-    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "")]
-    pub json: Option<PathBuf>,
+    #[arg(long, value_name = "FILE", num_args = 0..=1)]
+    pub json: Option<Option<PathBuf>>,
     /// No progress bar.
     #[arg(long)]
     pub quiet: bool,
@@ -242,14 +242,12 @@ pub fn run(args: SimulateArgs) -> ExitCode {
         written.push(path.clone());
     }
     if let Some(path) = &args.json {
-        let path = if path.as_os_str().is_empty() {
+        let path = path.clone().unwrap_or_else(|| {
             args.report.as_ref().map_or_else(
                 || PathBuf::from("simulate.json"),
                 |r| r.with_extension("json"),
             )
-        } else {
-            path.clone()
-        };
+        });
         let text = match serde_json::to_string_pretty(&figures) {
             Ok(t) => t,
             Err(e) => {

@@ -12,7 +12,16 @@
 //! record of an allocation is found without a map.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
+
+/// Maps keyed by ids the core sends back, hashed with a fast fixed-seed
+/// hasher (the default one was a tenth of the RM's time).
+type HashMap<K, V> = std::collections::HashMap<K, V, ahash::RandomState>;
+
+/// Index of each item.
+fn ids<T: Eq + std::hash::Hash>(items: impl Iterator<Item = T>) -> HashMap<T, u32> {
+    items.enumerate().map(|(i, v)| (v, i as u32)).collect()
+}
 
 use unisched_si as si;
 
@@ -175,26 +184,16 @@ impl<'t> Rm<'t> {
             wire,
             unfit,
             apps: vec![AppBook::default(); trace.apps.len()],
-            app_by_id: trace
-                .apps
-                .iter()
-                .enumerate()
-                .map(|(i, a)| (a.id.clone(), i as u32))
-                .collect(),
-            queue_by_path: HashMap::new(),
+            app_by_id: ids(trace.apps.iter().map(|a| a.id.clone())),
+            queue_by_path: HashMap::default(),
             queue_books: Vec::new(),
             nodes: vec![NodeBook::default(); trace.nodes.len()],
-            node_by_id: trace
-                .nodes
-                .iter()
-                .enumerate()
-                .map(|(i, n)| (n.clone(), i as u32))
-                .collect(),
-            running: HashMap::new(),
+            node_by_id: ids(trace.nodes.iter().cloned()),
+            running: HashMap::default(),
             ends: BinaryHeap::new(),
             sequence: 0,
             pending_total: 0,
-            resent: HashMap::new(),
+            resent: HashMap::default(),
             follow_up: si::AllocationRequest::default(),
             out,
         }
