@@ -109,7 +109,7 @@ fn the_report_renders_in_headless_chromium() {
         skip_bad_lines: false,
         tick_ms: 1000,
     };
-    let trace = simulate::load_trace(&options).unwrap();
+    let trace = std::sync::Arc::new(simulate::load_trace(&options).unwrap());
     let runs = simulate::run(&options, &trace, |_, _| {}).unwrap();
     let html = simulate::html::render(&simulate::figures::figures(&trace, &runs));
     let dir = std::env::temp_dir().join(format!("unisched-report-browser-{}", std::process::id()));

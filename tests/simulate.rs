@@ -43,7 +43,7 @@ fn options(trace: &str, configs: &[&str]) -> SimulateOptions {
 /// Replays and returns the figures, and the same figures as JSON.
 fn simulate(trace: &str, configs: &[&str]) -> (Figures, Value) {
     let options = options(trace, configs);
-    let trace = simulate::load_trace(&options).expect("trace loads");
+    let trace = std::sync::Arc::new(simulate::load_trace(&options).expect("trace loads"));
     let runs = simulate::run(&options, &trace, |_, _| {}).expect("replay runs");
     let figures = simulate::figures::figures(&trace, &runs);
     let json = serde_json::to_value(&figures).expect("figures encode");
@@ -197,7 +197,7 @@ fn a_bad_line_names_file_line_and_column_or_is_skipped() {
     );
     strict.skip_bad_lines = true;
     strict.nodes = vec!["1".parse().unwrap()];
-    let trace = simulate::load_trace(&strict).expect("bad lines skipped");
+    let trace = std::sync::Arc::new(simulate::load_trace(&strict).expect("bad lines skipped"));
     assert_eq!(trace.bad_line_count, 2);
     assert!(
         trace.bad_lines[1]

@@ -207,7 +207,7 @@ pub fn run(args: SimulateArgs) -> ExitCode {
         }
     };
     let trace = match simulate::load_trace(&options) {
-        Ok(t) => t,
+        Ok(t) => std::sync::Arc::new(t),
         Err(err) => {
             eprintln!("error: {err}");
             return ExitCode::from(2);

@@ -1,60 +1,63 @@
-//! The simulated RM's callback: it only files what the core sends, so the
-//! core's dispatcher thread spends no time on the replay's bookkeeping.
+//! The simulated RM's callback: the RM's ears. It absorbs each response into
+//! the RM's books ([`Rm`]) as the core's dispatcher thread delivers it, so
+//! the bookkeeping of allocations runs beside the scheduling thread instead
+//! of after it.
 //!
-//! Ownership: the dispatcher thread appends under the mutex; the replay thread
-//! takes everything out after each `settle()`, when nothing more is on its
-//! way, and does all the work on its own thread.
+//! Ownership: the books sit behind one mutex. The dispatcher thread holds it
+//! while it absorbs a response; the replay thread holds it between settles,
+//! when every response of the step has been delivered and none is on its way,
+//! so the two never wait on each other in practice.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use unisched_shim_api::{CallbackResult, ResourceManagerCallback};
 use unisched_si as si;
 
-/// Everything received since the last [`ReplayCallback::take`].
-#[derive(Debug, Default)]
-pub struct Inbox {
-    /// Allocation responses, in arrival order.
-    pub allocations: Vec<si::AllocationResponse>,
-    /// Application responses, in arrival order.
-    pub applications: Vec<si::ApplicationResponse>,
-    /// Node responses, in arrival order.
-    pub nodes: Vec<si::NodeResponse>,
-    /// (application, queue path) of each application placed in a queue, from
-    /// the core's events: the only way the RM learns where a placement rule
-    /// put an application.
-    pub placed: Vec<(String, String)>,
-}
+use super::rm::Rm;
 
 /// The callback registered by the replay.
-#[derive(Debug, Default)]
 pub struct ReplayCallback {
-    inbox: Mutex<Inbox>,
+    books: Mutex<Rm>,
+    /// Virtual time of the step under way, milliseconds.
+    now_ms: AtomicU64,
 }
 
 impl ReplayCallback {
-    fn lock(&self) -> MutexGuard<'_, Inbox> {
-        self.inbox.lock().unwrap_or_else(PoisonError::into_inner)
+    /// A callback keeping `books`.
+    pub fn new(books: Rm) -> Self {
+        Self {
+            books: Mutex::new(books),
+            now_ms: AtomicU64::new(0),
+        }
     }
 
-    /// Takes what was received so far.
-    pub fn take(&self) -> Inbox {
-        std::mem::take(&mut *self.lock())
+    /// The RM's books.
+    pub fn books(&self) -> MutexGuard<'_, Rm> {
+        self.books.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Sets the virtual time responses are absorbed at (before the step's
+    /// requests go out).
+    pub fn set_now(&self, ms: u64) {
+        self.now_ms.store(ms, Ordering::SeqCst);
     }
 }
 
 impl ResourceManagerCallback for ReplayCallback {
     fn update_allocation(&self, response: si::AllocationResponse) -> CallbackResult<()> {
-        self.lock().allocations.push(response);
+        let now = self.now_ms.load(Ordering::SeqCst);
+        self.books().absorb_allocations(response, now);
         Ok(())
     }
 
     fn update_application(&self, response: si::ApplicationResponse) -> CallbackResult<()> {
-        self.lock().applications.push(response);
+        self.books().absorb_applications(response);
         Ok(())
     }
 
     fn update_node(&self, response: si::NodeResponse) -> CallbackResult<()> {
-        self.lock().nodes.push(response);
+        self.books().absorb_nodes(response);
         Ok(())
     }
 
@@ -66,19 +69,21 @@ impl ResourceManagerCallback for ReplayCallback {
         Ok(())
     }
 
+    /// The core's events are the only way the RM learns where a placement
+    /// rule put an application: the queue's "application added" event.
     fn send_event(&self, events: Vec<si::EventRecord>) -> CallbackResult<()> {
         use si::event_record::{ChangeDetail, ChangeType, Type};
-        let placed: Vec<(String, String)> = events
-            .into_iter()
-            .filter(|e| {
-                e.r#type == Type::Queue as i32
-                    && e.event_change_type == ChangeType::Add as i32
-                    && e.event_change_detail == ChangeDetail::QueueApp as i32
-            })
-            .map(|e| (e.reference_id, e.object_id))
-            .collect();
-        if !placed.is_empty() {
-            self.lock().placed.extend(placed);
+        let mut placed = events.iter().filter(|e| {
+            e.r#type == Type::Queue as i32
+                && e.event_change_type == ChangeType::Add as i32
+                && e.event_change_detail == ChangeDetail::QueueApp as i32
+        });
+        if let Some(first) = placed.next() {
+            let mut books = self.books();
+            books.placed(&first.reference_id, &first.object_id);
+            for e in placed {
+                books.placed(&e.reference_id, &e.object_id);
+            }
         }
         Ok(())
     }
@@ -105,30 +110,42 @@ impl ResourceManagerCallback for ReplayCallback {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::trace::{TraceApp, TraceBuilder};
     use si::event_record::{ChangeDetail, ChangeType, Type};
 
     #[test]
-    fn only_queue_placements_are_kept_from_events() {
-        let cb = ReplayCallback::default();
-        let event = |kind: Type, change: ChangeType, detail: ChangeDetail| si::EventRecord {
-            r#type: kind as i32,
-            object_id: "root.a".into(),
-            reference_id: "app-1".into(),
-            event_change_type: change as i32,
-            event_change_detail: detail as i32,
-            ..Default::default()
-        };
+    fn only_queue_placements_are_taken_from_events() {
+        let mut b = TraceBuilder::new("t", false);
+        b.app(TraceApp {
+            id: "app-1".into(),
+            ..TraceApp::default()
+        });
+        let cb = ReplayCallback::new(Rm::new(std::sync::Arc::new(b.finish()), "default"));
+        let event =
+            |kind: Type, change: ChangeType, detail: ChangeDetail, queue: &str| si::EventRecord {
+                r#type: kind as i32,
+                object_id: queue.into(),
+                reference_id: "app-1".into(),
+                event_change_type: change as i32,
+                event_change_detail: detail as i32,
+                ..Default::default()
+            };
         cb.send_event(vec![
-            event(Type::Queue, ChangeType::Add, ChangeDetail::QueueApp),
-            event(Type::Queue, ChangeType::Remove, ChangeDetail::QueueApp),
-            event(Type::App, ChangeType::Add, ChangeDetail::AppNew),
+            event(
+                Type::Queue,
+                ChangeType::Remove,
+                ChangeDetail::QueueApp,
+                "root.gone",
+            ),
+            event(Type::App, ChangeType::Add, ChangeDetail::AppNew, "root.app"),
+            event(
+                Type::Queue,
+                ChangeType::Add,
+                ChangeDetail::QueueApp,
+                "root.a",
+            ),
         ])
         .unwrap();
-        cb.update_allocation(si::AllocationResponse::default())
-            .unwrap();
-        let inbox = cb.take();
-        assert_eq!(inbox.placed, [("app-1".to_string(), "root.a".to_string())]);
-        assert_eq!(inbox.allocations.len(), 1);
-        assert!(cb.take().placed.is_empty());
+        assert_eq!(cb.books().out.queues, ["root.a"]);
     }
 }

@@ -103,21 +103,23 @@ pub enum ReplayError {
     },
 }
 
-/// A replay in progress: the core, its clock and the RM's books.
-struct Replay<'t> {
+/// A replay in progress: the core, its clock and the RM (its books are in
+/// the callback).
+struct Replay {
     scheduler: Scheduler,
     clock: Arc<ManualClock>,
     callback: Arc<ReplayCallback>,
-    rm: Rm<'t>,
     now: u64,
 }
 
-impl Replay<'_> {
+impl Replay {
+    fn books(&self) -> std::sync::MutexGuard<'_, Rm> {
+        self.callback.books()
+    }
+
     fn settle(&mut self) {
         self.scheduler.settle();
-        self.rm.out.counts.settles += 1;
-        let inbox = self.callback.take();
-        self.rm.absorb(inbox, self.now);
+        self.books().out.counts.settles += 1;
     }
 
     fn call(
@@ -132,6 +134,7 @@ impl Replay<'_> {
         if to > self.now {
             self.clock.advance(Duration::from_millis(to - self.now));
             self.now = to;
+            self.callback.set_now(to);
         }
     }
 
@@ -162,7 +165,7 @@ impl Replay<'_> {
     /// Confirmations and resubmissions until the core asks for none.
     fn follow_up(&mut self) -> Result<(), ReplayError> {
         loop {
-            let request = std::mem::take(&mut self.rm.follow_up);
+            let request = std::mem::take(&mut self.books().follow_up);
             if request.asks.is_empty() && request.releases.is_none() {
                 return Ok(());
             }
@@ -181,7 +184,7 @@ fn on_tick(t: u64, tick: u64) -> u64 {
 
 /// Replays `trace` with `options`; `on_progress` is called now and then.
 pub fn replay(
-    trace: &Trace,
+    trace: &Arc<Trace>,
     options: &ReplayOptions,
     mut on_progress: impl FnMut(Progress),
 ) -> Result<Outcome, ReplayError> {
@@ -191,7 +194,10 @@ pub fn replay(
         clock: clock.clone() as Arc<dyn Clock>,
         ..SchedulerOptions::default()
     });
-    let callback = Arc::new(ReplayCallback::default());
+    let callback = Arc::new(ReplayCallback::new(Rm::new(
+        trace.clone(),
+        &options.partition,
+    )));
     let registered = scheduler.register_resource_manager(
         si::RegisterResourceManagerRequest {
             rm_id: RM_ID.to_string(),
@@ -213,7 +219,6 @@ pub fn replay(
         scheduler,
         clock,
         callback,
-        rm: Rm::new(trace, &options.partition),
         now: 0,
     };
     let result = run(&mut r, trace, options, tick, &mut on_progress);
@@ -222,7 +227,7 @@ pub fn replay(
 }
 
 fn run(
-    r: &mut Replay<'_>,
+    r: &mut Replay,
     trace: &Trace,
     options: &ReplayOptions,
     tick: u64,
@@ -239,12 +244,12 @@ fn run(
     let mut idle_ticks = 1;
     loop {
         let next_record = trace.records.get(cursor).map(|rec| rec.time_ms);
-        let next_end = r.rm.next_end();
-        let waiting = r.rm.pending_tasks() > 0;
+        let next_end = r.books().next_end();
+        let waiting = r.books().pending_tasks() > 0;
         let mut next = next_record.into_iter().chain(next_end).min();
         if waiting {
             let give_up = next.is_none()
-                && r.rm.running_tasks() == 0
+                && r.books().running_tasks() == 0
                 && r.now.saturating_sub(last_allocation.1) >= options.patience_ms;
             if give_up {
                 break;
@@ -259,26 +264,30 @@ fn run(
             on_tick(next, tick).max(r.now + tick)
         };
         first = false;
-        r.rm.out.counts.steps += 1;
+        r.books().out.counts.steps += 1;
         r.move_clock(t);
-        let before = (r.rm.out.counts.allocations, r.rm.out.counts.preemptions);
+        let progress_mark = |r: &Replay| {
+            let counts = &r.books().out.counts;
+            (counts.allocations, counts.preemptions)
+        };
+        let before = progress_mark(r);
         step(r, trace, &mut cursor, t)?;
-        let changed = before != (r.rm.out.counts.allocations, r.rm.out.counts.preemptions);
+        let changed = before != progress_mark(r);
         idle_ticks =
             if changed || next_record.is_some_and(|n| n <= t) || next_end.is_some_and(|n| n <= t) {
                 1
             } else {
                 (idle_ticks * 2).min(MAX_IDLE_TICKS)
             };
-        if r.rm.out.counts.allocations != last_allocation.0 {
-            last_allocation = (r.rm.out.counts.allocations, t);
+        if r.books().out.counts.allocations != last_allocation.0 {
+            last_allocation = (r.books().out.counts.allocations, t);
         }
         if t >= next_sample {
-            let sample = r.rm.sample(t);
-            r.rm.out.samples.push(sample);
+            let sample = r.books().sample(t);
+            r.books().out.samples.push(sample);
             next_sample = t + sample_every;
         }
-        if r.rm.out.counts.steps % 256 == 1 {
+        if r.books().out.counts.steps % 256 == 1 {
             on_progress(progress(r, span));
         }
     }
@@ -287,22 +296,22 @@ fn run(
     r.move_clock(on_tick(r.now + grace + tick, tick));
     r.wake();
     let end = r.now;
-    let sample = r.rm.sample(end);
-    r.rm.out.samples.push(sample);
-    r.rm.out.wall = started.elapsed();
+    let sample = r.books().sample(end);
+    r.books().out.samples.push(sample);
+    r.books().out.wall = started.elapsed();
     on_progress(progress(r, span));
     record_limits(r, &options.partition);
-    let mut out = std::mem::take(&mut r.rm.out);
+    let mut out = std::mem::take(&mut r.books().out);
     out.end_ms = end;
-    out.counts.never_placed = r.rm.pending_tasks().max(0) as u64;
-    out.counts.still_running = r.rm.running_tasks() as u64;
-    out.app_states = r.rm.app_states();
+    out.counts.never_placed = r.books().pending_tasks().max(0) as u64;
+    out.counts.still_running = r.books().running_tasks() as u64;
+    out.app_states = r.books().app_states();
     Ok(out)
 }
 
 /// One step at time `t` (see the module docs): records due from `cursor` on,
 /// tasks that ended, then follow-ups.
-fn step(r: &mut Replay<'_>, trace: &Trace, cursor: &mut usize, t: u64) -> Result<(), ReplayError> {
+fn step(r: &mut Replay, trace: &Trace, cursor: &mut usize, t: u64) -> Result<(), ReplayError> {
     let mut nodes = Vec::new();
     let mut asks_due = Vec::new();
     while let Some(rec) = trace.records.get(*cursor) {
@@ -311,14 +320,14 @@ fn step(r: &mut Replay<'_>, trace: &Trace, cursor: &mut usize, t: u64) -> Result
         }
         match rec.event {
             Event::Ask(_) => asks_due.push(*cursor as u32),
-            change => nodes.extend(r.rm.node_change(change)),
+            change => nodes.extend(r.books().node_change(change)),
         }
         *cursor += 1;
     }
     // A wake phase first when the request will not be the step's only
     // command, or there is no request.
-    let needs_app = asks_due.iter().any(|&i| r.rm.needs_app(i));
-    let ends_due = r.rm.next_end().is_some_and(|end| end <= t);
+    let needs_app = asks_due.iter().any(|&i| r.books().needs_app(i));
+    let ends_due = r.books().next_end().is_some_and(|end| end <= t);
     if !nodes.is_empty() || needs_app || (asks_due.is_empty() && !ends_due) {
         r.wake();
     }
@@ -333,7 +342,7 @@ fn step(r: &mut Replay<'_>, trace: &Trace, cursor: &mut usize, t: u64) -> Result
     let mut new_apps = Vec::new();
     let mut asks = Vec::new();
     for record in asks_due {
-        r.rm.submit(record, &mut new_apps, &mut asks);
+        r.books().submit(record, &mut new_apps, &mut asks);
     }
     if !new_apps.is_empty() {
         let result = r.scheduler.update_application(si::ApplicationRequest {
@@ -343,7 +352,7 @@ fn step(r: &mut Replay<'_>, trace: &Trace, cursor: &mut usize, t: u64) -> Result
         });
         r.call("adding applications", result)?;
     }
-    let releases = r.rm.finished(t);
+    let releases = r.books().finished(t);
     let request = si::AllocationRequest {
         asks,
         releases: (!releases.is_empty()).then(|| si::AllocationReleasesRequest {
@@ -356,23 +365,25 @@ fn step(r: &mut Replay<'_>, trace: &Trace, cursor: &mut usize, t: u64) -> Result
     r.follow_up()
 }
 
-fn progress(r: &mut Replay<'_>, span: u64) -> Progress {
+fn progress(r: &mut Replay, span: u64) -> Progress {
+    // One guard: the books' lock is not reentrant.
+    let books = r.books();
     Progress {
         now_ms: r.now,
         span_ms: span,
-        allocations: r.rm.out.counts.allocations,
-        running: r.rm.running_tasks() as u64,
-        pending: r.rm.pending_tasks().max(0) as u64,
+        allocations: books.out.counts.allocations,
+        running: books.running_tasks() as u64,
+        pending: books.pending_tasks().max(0) as u64,
     }
 }
 
 /// Adds the guaranteed and max of every queue the core has now.
-fn record_limits(r: &mut Replay<'_>, partition: &str) {
+fn record_limits(r: &mut Replay, partition: &str) {
     let Some(snapshot) = r.scheduler.snapshot(partition) else {
         return;
     };
     for q in snapshot.queues {
-        r.rm.out.limits.insert(
+        r.books().out.limits.insert(
             q.path,
             QueueLimits {
                 guaranteed: q.guaranteed,

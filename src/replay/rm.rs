@@ -1,11 +1,13 @@
 //! The simulated RM's books: which applications it added, which tasks wait
 //! and run where, when each running task ends, and what the core said.
 //!
-//! Owned by the replay thread alone. It turns trace records into SI requests
-//! and absorbs the core's answers ([`Inbox`]) after each settle; the usage it
-//! keeps per queue and node is what the samples show, counted from the
-//! allocations and releases the core reported, so the figures are the core's
-//! decisions as an RM would see them.
+//! Held by the replay's callback (`inbox.rs`): the core's dispatcher thread
+//! absorbs each response into the books as it delivers it, so that work runs
+//! beside the scheduling thread's; the replay thread uses them between
+//! settles (to turn records into SI requests and take samples), when no
+//! callback is under way. The usage kept per queue and node is what the
+//! samples show, counted from the allocations and releases the core
+//! reported, so the figures are the core's decisions as an RM sees them.
 //!
 //! Allocation keys are the trace record's index (`"17"`), and `"17~3"` for
 //! a task sent again after it was preempted or lost with its node, so the
@@ -25,7 +27,6 @@ fn ids<T: Eq + std::hash::Hash>(items: impl Iterator<Item = T>) -> HashMap<T, u3
 
 use unisched_si as si;
 
-use super::inbox::Inbox;
 use super::outcome::{Outcome, generic_reason, tally};
 use crate::trace::{AskRecord, Event, Trace};
 
@@ -53,6 +54,10 @@ struct NodeBook {
     allocated: Vec<i64>,
 }
 
+/// Queue of an allocation whose application the core has not yet said it
+/// placed (the event comes after the allocation when both are in one pass).
+const UNPLACED: u32 = u32::MAX;
+
 /// A running allocation.
 #[derive(Debug, Clone)]
 struct Running {
@@ -74,8 +79,8 @@ pub struct QueueBook {
 }
 
 /// The simulated RM.
-pub struct Rm<'t> {
-    trace: &'t Trace,
+pub struct Rm {
+    trace: std::sync::Arc<Trace>,
     partition: String,
     /// Dense size of each trace size, over `out.resources`.
     dense: Vec<Vec<i64>>,
@@ -99,6 +104,9 @@ pub struct Rm<'t> {
     pending_total: i64,
     /// Tasks sent again: key -> (record, when).
     resent: HashMap<String, (u32, u64)>,
+    /// Allocations made before their application's placement was heard of:
+    /// (application, allocation id, wait in ms).
+    unplaced: Vec<(u32, String, u32)>,
     /// Confirmations and resubmissions for the next request.
     pub follow_up: si::AllocationRequest,
     /// What the replay recorded so far.
@@ -123,9 +131,9 @@ fn add(a: &mut [i64], b: &[i64], sign: i64) {
     }
 }
 
-impl<'t> Rm<'t> {
+impl Rm {
     /// Books for replaying `trace` into `partition`.
-    pub fn new(trace: &'t Trace, partition: &str) -> Self {
+    pub fn new(trace: std::sync::Arc<Trace>, partition: &str) -> Self {
         // memory and vcore first, as the core orders them.
         let mut names = vec!["memory".to_string(), "vcore".to_string()];
         for size in &trace.sizes {
@@ -178,7 +186,6 @@ impl<'t> Rm<'t> {
             ..Outcome::default()
         };
         Self {
-            trace,
             partition: partition.to_string(),
             dense,
             wire,
@@ -194,8 +201,10 @@ impl<'t> Rm<'t> {
             sequence: 0,
             pending_total: 0,
             resent: HashMap::default(),
+            unplaced: Vec::new(),
             follow_up: si::AllocationRequest::default(),
             out,
+            trace,
         }
     }
 
@@ -437,46 +446,41 @@ impl<'t> Rm<'t> {
         }
     }
 
-    /// Takes in everything the core sent, at virtual time `now`.
-    pub fn absorb(&mut self, inbox: Inbox, now: u64) {
-        for (app, queue) in inbox.placed {
-            self.placed(&app, &queue);
-        }
-        for response in inbox.applications {
-            self.applications(response);
-        }
-        for response in inbox.nodes {
-            for r in response.rejected {
-                if let Some(&n) = self.node_by_id.get(&r.node_id) {
-                    self.nodes[n as usize].up = false;
-                }
-                let reason = generic_reason(&r.reason, &r.node_id);
-                tally(&mut self.out.rejected_nodes, reason, &r.node_id, 1);
+    /// Takes in a node response.
+    pub fn absorb_nodes(&mut self, response: si::NodeResponse) {
+        for r in response.rejected {
+            if let Some(&n) = self.node_by_id.get(&r.node_id) {
+                self.nodes[n as usize].up = false;
             }
-        }
-        for response in inbox.allocations {
-            for a in response.new {
-                self.allocated(a, now);
-            }
-            for r in response.released {
-                self.released(r, now);
-            }
-            for r in response.rejected {
-                self.ask_rejected(r);
-            }
-            for r in response.rejected_allocations {
-                let reason = generic_reason(&r.reason, &r.allocation_key);
-                tally(
-                    &mut self.out.rejected_releases,
-                    reason,
-                    &r.allocation_key,
-                    1,
-                );
-            }
+            let reason = generic_reason(&r.reason, &r.node_id);
+            tally(&mut self.out.rejected_nodes, reason, &r.node_id, 1);
         }
     }
 
-    fn placed(&mut self, app: &str, queue: &str) {
+    /// Takes in an allocation response at virtual time `now`.
+    pub fn absorb_allocations(&mut self, response: si::AllocationResponse, now: u64) {
+        for a in response.new {
+            self.allocated(a, now);
+        }
+        for r in response.released {
+            self.released(r, now);
+        }
+        for r in response.rejected {
+            self.ask_rejected(r);
+        }
+        for r in response.rejected_allocations {
+            let reason = generic_reason(&r.reason, &r.allocation_key);
+            tally(
+                &mut self.out.rejected_releases,
+                reason,
+                &r.allocation_key,
+                1,
+            );
+        }
+    }
+
+    /// Takes in that the core placed application `app` in leaf `queue`.
+    pub fn placed(&mut self, app: &str, queue: &str) {
         let Some(&i) = self.app_by_id.get(app) else {
             return;
         };
@@ -496,9 +500,30 @@ impl<'t> Rm<'t> {
         add(&mut qb.pending, &pending, 1);
         qb.pending_tasks += tasks;
         self.apps[i as usize].queue = Some(q);
+        // Allocations that came before this news join the queue now.
+        let (mine, others): (Vec<_>, Vec<_>) = std::mem::take(&mut self.unplaced)
+            .into_iter()
+            .partition(|(a, _, _)| *a == i);
+        self.unplaced = others;
+        for (_, id, wait) in mine {
+            let Some(run) = self.running.get_mut(&id) else {
+                continue;
+            };
+            run.queue = q;
+            let record = run.record;
+            self.out.waits_ms[q as usize].push(wait);
+            if let Some(a) = self.ask_record(record) {
+                add(
+                    &mut self.queue_books[q as usize].allocated,
+                    &self.dense[a.size as usize],
+                    1,
+                );
+            }
+        }
     }
 
-    fn applications(&mut self, response: si::ApplicationResponse) {
+    /// Takes in an application response.
+    pub fn absorb_applications(&mut self, response: si::ApplicationResponse) {
         for r in response.rejected {
             let Some(&i) = self.app_by_id.get(&r.application_id) else {
                 continue;
@@ -545,19 +570,24 @@ impl<'t> Rm<'t> {
         if a.allocation_key.contains('~') {
             self.resent.remove(&a.allocation_key);
         }
-        let queue = match self.apps[ask.app as usize].queue {
-            Some(q) => q,
-            None => self.queue("(unknown queue)"),
-        };
         let Some(&node) = self.node_by_id.get(&a.node_id) else {
             return;
         };
         self.add_pending(ask.app, ask.size, -1);
         let size = &self.dense[ask.size as usize];
-        add(&mut self.queue_books[queue as usize].allocated, size, 1);
         add(&mut self.nodes[node as usize].allocated, size, 1);
-        let wait = now.saturating_sub(submitted);
-        self.out.waits_ms[queue as usize].push(u32::try_from(wait).unwrap_or(u32::MAX));
+        let wait = u32::try_from(now.saturating_sub(submitted)).unwrap_or(u32::MAX);
+        let queue = match self.apps[ask.app as usize].queue {
+            Some(q) => {
+                add(&mut self.queue_books[q as usize].allocated, size, 1);
+                self.out.waits_ms[q as usize].push(wait);
+                q
+            }
+            None => {
+                self.unplaced.push((ask.app, a.allocation_id.clone(), wait));
+                UNPLACED
+            }
+        };
         self.out.counts.allocations += 1;
         if !ask.placeholder {
             self.sequence += 1;
@@ -589,7 +619,9 @@ impl<'t> Rm<'t> {
             T::PreemptedByScheduler | T::PlaceholderReplaced => {
                 if termination == T::PreemptedByScheduler {
                     self.out.counts.preemptions += 1;
-                    self.out.preempted[run.queue as usize] += 1;
+                    if let Some(n) = self.out.preempted.get_mut(run.queue as usize) {
+                        *n += 1;
+                    }
                     if let Some(q) = self.preemptor_queue(&r.message) {
                         self.out.preempting[q as usize] += 1;
                     }

@@ -316,7 +316,7 @@ fn read_files(
 /// the index of the configuration and the replay's progress.
 pub fn run(
     options: &SimulateOptions,
-    trace: &Trace,
+    trace: &std::sync::Arc<Trace>,
     mut on_progress: impl FnMut(usize, Progress),
 ) -> Result<Vec<(String, Outcome)>, SimulateError> {
     let mut outcomes = Vec::new();
