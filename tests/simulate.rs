@@ -311,3 +311,93 @@ fn the_command_stops_at_a_bad_line_with_its_position() {
     let out = unisched(&["simulate", "--config", "no-such.yaml", "--quiet"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn public_trace_layouts_replay_through_the_command() {
+    let dir = std::env::temp_dir().join(format!("unisched-simulate-public-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let write = |name: &str, text: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_string_lossy().into_owned()
+    };
+    let config = write(
+        "bands.yaml",
+        "partitions:\n  - name: default\n    queues:\n      - name: root\n        submitacl: \"*\"\n        queues:\n          - name: batch\n          - name: production\n",
+    );
+    // Google: two machines; a batch task of 30 s, a production task of 60 s,
+    // a free-band task whose queue does not exist.
+    let tasks = write(
+        "task_events.csv",
+        "0,,1,0,,0,u,0,4,0.25,0.25,0,0\n0,,1,0,5,1,u,0,4,,,,\n30000000,,1,0,5,4,u,0,4,,,,\n\
+         0,,2,0,,0,u,0,9,0.5,0.5,0,0\n0,,2,0,6,1,u,0,9,,,,\n60000000,,2,0,6,4,u,0,9,,,,\n\
+         0,,3,0,,0,u,0,0,0.1,0.1,0,0\n0,,3,0,6,1,u,0,0,,,,\n10000000,,3,0,6,4,u,0,0,,,,\n",
+    );
+    let machines = write("machine_events.csv", "0,5,0,p,1,1\n0,6,0,p,1,1\n");
+    let json = dir.join("google.json");
+    let out = unisched(&[
+        "simulate",
+        "--config",
+        &config,
+        "--format",
+        "google",
+        "--trace",
+        &tasks,
+        "--machines",
+        &machines,
+        "--unit",
+        "vcore=8,memory=32Gi",
+        "--json",
+        json.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let f: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let run = &f["runs"][0];
+    assert_eq!(run["summary"]["allocations"], 2);
+    assert_eq!(
+        max_of(&queue(run, "root.production")["allocated"]["vcore"]),
+        4000
+    );
+    assert_eq!(
+        max_of(&queue(run, "root.batch")["allocated"]["memory"]),
+        8 << 30
+    );
+    assert_eq!(
+        run["apps_by_state"]["Rejected"], 1,
+        "root.free does not exist"
+    );
+    // Alibaba: one machine, a task of 3 instances running 20 s.
+    let tasks = write("batch_task.csv", "M1,3,j_1,1,Terminated,100,120,100,1\n");
+    let machines = write("machine_meta.csv", "m_1,0,1,a,4,100,USING\n");
+    let out = unisched(&[
+        "simulate",
+        "--config",
+        &config,
+        "--format",
+        "alibaba",
+        "--trace",
+        &tasks,
+        "--machines",
+        &machines,
+        "--queue-template",
+        "root.batch",
+        "--json",
+        json.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let f: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let batch = queue(&f["runs"][0], "root.batch");
+    assert_eq!(batch["wait"]["count"], 3);
+    assert_eq!(max_of(&batch["allocated"]["vcore"]), 3000);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
