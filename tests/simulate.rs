@@ -334,29 +334,38 @@ fn public_trace_layouts_replay_through_the_command() {
          0,,3,0,,0,u,0,0,0.1,0.1,0,0\n0,,3,0,6,1,u,0,0,,,,\n10000000,,3,0,6,4,u,0,0,,,,\n",
     );
     let machines = write("machine_events.csv", "0,5,0,p,1,1\n0,6,0,p,1,1\n");
-    let json = dir.join("google.json");
-    let out = unisched(&[
-        "simulate",
-        "--config",
-        &config,
-        "--format",
+    let json = dir.join("figures.json");
+    // Replays the trace files in `format` and returns the figures.
+    let replay = |format: &str, tasks: &str, machines: &str, extra: &[&str]| -> Value {
+        let mut args = vec![
+            "simulate",
+            "--config",
+            &config,
+            "--format",
+            format,
+            "--trace",
+            tasks,
+            "--machines",
+            machines,
+            "--json",
+            json.to_str().unwrap(),
+            "--quiet",
+        ];
+        args.extend_from_slice(extra);
+        let out = unisched(&args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
+    };
+    let f = replay(
         "google",
-        "--trace",
         &tasks,
-        "--machines",
         &machines,
-        "--unit",
-        "vcore=8,memory=32Gi",
-        "--json",
-        json.to_str().unwrap(),
-        "--quiet",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        &["--unit", "vcore=8,memory=32Gi"],
     );
-    let f: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let run = &f["runs"][0];
     assert_eq!(run["summary"]["allocations"], 2);
     assert_eq!(
@@ -374,28 +383,12 @@ fn public_trace_layouts_replay_through_the_command() {
     // Alibaba: one machine, a task of 3 instances running 20 s.
     let tasks = write("batch_task.csv", "M1,3,j_1,1,Terminated,100,120,100,1\n");
     let machines = write("machine_meta.csv", "m_1,0,1,a,4,100,USING\n");
-    let out = unisched(&[
-        "simulate",
-        "--config",
-        &config,
-        "--format",
+    let f = replay(
         "alibaba",
-        "--trace",
         &tasks,
-        "--machines",
         &machines,
-        "--queue-template",
-        "root.batch",
-        "--json",
-        json.to_str().unwrap(),
-        "--quiet",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        &["--queue-template", "root.batch"],
     );
-    let f: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let batch = queue(&f["runs"][0], "root.batch");
     assert_eq!(batch["wait"]["count"], 3);
     assert_eq!(max_of(&batch["allocated"]["vcore"]), 3000);
