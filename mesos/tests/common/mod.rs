@@ -630,6 +630,20 @@ pub struct Provider {
 }
 
 impl Provider {
+    /// A provider with this one's address and ids but no event stream.
+    pub fn detached(&self) -> Provider {
+        let (_, events) = mpsc::unbounded_channel();
+        Provider {
+            url: self.url.clone(),
+            http: self.http.clone(),
+            ct: self.ct,
+            stream_id: self.stream_id.clone(),
+            id: self.id.clone(),
+            events,
+            reader: tokio::spawn(async {}),
+        }
+    }
+
     /// The next event.
     pub async fn next(&mut self) -> rp::Event {
         tokio::time::timeout(WAIT, self.events.recv())
