@@ -425,6 +425,27 @@ async fn operation_updates_are_retried_until_acknowledged_and_reconciled() {
             ("r1".to_string(), v1::OperationState::OperationFinished),
         ]
     );
+    // An operation id in use is refused.
+    assert_eq!(f.simple(call::Type::Revive).await, 202);
+    let more = f.offers().await.remove(0);
+    let again = dynamic(Resources::parse("mem:64").unwrap().to_vec(), "db");
+    assert_eq!(
+        f.accept(&[&more], vec![reserve(again, Some("r1"))], Some(3600.0))
+            .await,
+        202
+    );
+    loop {
+        let s = f
+            .next_of(event::Type::UpdateOperationStatus)
+            .await
+            .update_operation_status
+            .unwrap()
+            .status;
+        if s.state() == v1::OperationState::OperationError {
+            assert!(s.message().contains("already in use"), "{s:?}");
+            break;
+        }
+    }
     // Acknowledged: no more retries; reconciliation no longer knows it.
     let (status, _) = f
         .call(Call {
