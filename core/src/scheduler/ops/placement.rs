@@ -1,0 +1,152 @@
+//! Placement: which leaf an application goes to, and the dynamic queues
+//! placement creates.
+
+use std::collections::BTreeMap;
+
+use super::super::objects::*;
+use super::super::partition::{Partition, ROOT};
+use crate::config::acl::Acl;
+use crate::resources::Resource;
+
+impl Partition {
+    /// Chooses the leaf queue for an application, or says why there is none.
+    pub(super) fn place_application(
+        &mut self,
+        app_id: &str,
+        requested: &str,
+        user: &str,
+        groups: &[String],
+        tags: &BTreeMap<String, String>,
+    ) -> Result<QueueId, String> {
+        let placement = crate::config::placement::Placer::new(&self.config.placement_rules).place(
+            &crate::config::placement::AppPlacementInput {
+                app_id,
+                requested_queue: requested,
+                user,
+                groups,
+                tags,
+            },
+            &PartitionQueues(self),
+        )?;
+        match self.queue_by_path.get(placement.queue_path.as_str()) {
+            Some(&q) => Ok(q),
+            None if placement.create => Ok(self.create_dynamic_path(&placement.queue_path)),
+            None => Err(format!(
+                "application {app_id}: queue {} does not exist",
+                placement.queue_path
+            )),
+        }
+    }
+
+    /// Creates the missing queues of `path` as dynamic queues taking their
+    /// parent's child template, and returns the leaf.
+    pub(super) fn create_dynamic_path(&mut self, path: &str) -> QueueId {
+        let mut current = ROOT;
+        let mut so_far = String::new();
+        let parts: Vec<&str> = path.split('.').collect();
+        for (i, part) in parts.iter().enumerate() {
+            if i == 0 {
+                so_far.push_str(part);
+                continue;
+            }
+            so_far.push('.');
+            so_far.push_str(part);
+            current = match self.queue_by_path.get(so_far.as_str()) {
+                Some(&q) => q,
+                None => {
+                    let is_leaf = i == parts.len() - 1;
+                    let q = self.create_queue(&so_far, Some(current), !is_leaf);
+                    self.apply_child_template(current, q);
+                    self.queues[q].dynamic = true;
+                    q
+                }
+            };
+        }
+        current
+    }
+
+    pub(super) fn apply_child_template(&mut self, parent: QueueId, child: QueueId) {
+        let parent_path = self.queues[parent].path.to_string();
+        let template = self
+            .config
+            .root
+            .find(&parent_path)
+            .and_then(|c| c.child_template.clone());
+        let inherited = self.queues[parent].properties.clone();
+        let q = &mut self.queues[child];
+        q.properties = inherited;
+        for key in [
+            "priority.policy",
+            "priority.offset",
+            crate::config::properties::QUEUE_WEIGHT,
+        ] {
+            q.properties.remove(key);
+        }
+        if let Some(t) = template {
+            let q = &mut self.queues[child];
+            q.max_applications = t.max_applications;
+            for (k, v) in &t.properties {
+                q.properties.insert(k.clone(), v.clone());
+            }
+            let names = self.names.clone();
+            let q = &mut self.queues[child];
+            if let Ok(g) = names.from_map(&t.guaranteed) {
+                q.guaranteed = g;
+            }
+            if let Ok(m) = names.limit_from_map(&t.max) {
+                q.has_max = m != Resource::UNLIMITED;
+                q.max = m;
+            }
+        }
+        let q = &mut self.queues[child];
+        q.app_sort = match q
+            .properties
+            .get("application.sort.policy")
+            .map(String::as_str)
+        {
+            Some("fair") => AppSortPolicy::Fair,
+            _ => AppSortPolicy::Fifo,
+        };
+        q.sort_priority = q
+            .properties
+            .get("application.sort.priority")
+            .is_none_or(|v| v != "disabled");
+        q.read_properties();
+    }
+
+    /// Whether `user` may submit to `queue`: its submit or admin ACL, or an ancestor's.
+    pub fn submit_allowed(&self, queue: QueueId, user: &str, groups: &[String]) -> bool {
+        let mut q = Some(queue);
+        while let Some(id) = q {
+            let queue = &self.queues[id];
+            for acl in [&queue.submit_acl, &queue.admin_acl].into_iter().flatten() {
+                if Acl::parse(acl).is_ok_and(|a| a.allows(user, groups)) {
+                    return true;
+                }
+            }
+            q = queue.parent;
+        }
+        false
+    }
+}
+
+/// The partition's queues as the placement rules see them.
+struct PartitionQueues<'a>(&'a Partition);
+
+impl crate::config::placement::QueueLookup for PartitionQueues<'_> {
+    fn lookup(&self, path: &str) -> Option<crate::config::placement::QueueInfo> {
+        let &id = self.0.queue_by_path.get(path)?;
+        let q = &self.0.queues[id];
+        Some(crate::config::placement::QueueInfo {
+            leaf: !q.is_parent,
+            draining: q.state == QueueState::Draining,
+        })
+    }
+
+    fn submit_allowed(&self, path: &str, user: &str, groups: &[String]) -> bool {
+        self.0
+            .queue_by_path
+            .get(path)
+            .is_some_and(|&id| self.0.submit_allowed(id, user, groups))
+    }
+}
