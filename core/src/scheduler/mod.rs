@@ -82,7 +82,13 @@ pub struct SchedulerOptions {
     /// Most allocations made before the loop looks for new requests and sends
     /// results out (bounds callback latency under load).
     pub max_allocations_per_pass: usize,
+    /// How often a partition removes its empty draining queues and empty
+    /// dynamic queues (upstream's partition manager: every 10 s).
+    pub queue_cleanup_interval: Duration,
 }
+
+/// Default of [`SchedulerOptions::queue_cleanup_interval`].
+pub const DEFAULT_QUEUE_CLEANUP_INTERVAL: Duration = Duration::from_secs(10);
 
 /// Default of [`SchedulerOptions::reservation_timeout`].
 pub const DEFAULT_RESERVATION_TIMEOUT: Duration = Duration::from_secs(60);
@@ -96,6 +102,7 @@ impl Default for SchedulerOptions {
             reservation_delay: Duration::from_secs(2),
             reservation_timeout: DEFAULT_RESERVATION_TIMEOUT,
             max_allocations_per_pass: 512,
+            queue_cleanup_interval: DEFAULT_QUEUE_CLEANUP_INTERVAL,
         }
     }
 }
@@ -108,6 +115,7 @@ impl std::fmt::Debug for SchedulerOptions {
             .field("reservation_delay", &self.reservation_delay)
             .field("reservation_timeout", &self.reservation_timeout)
             .field("max_allocations_per_pass", &self.max_allocations_per_pass)
+            .field("queue_cleanup_interval", &self.queue_cleanup_interval)
             .finish_non_exhaustive()
     }
 }
