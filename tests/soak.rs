@@ -127,10 +127,14 @@ impl Rm {
     }
 
     fn node(&self, memory: i64, existing: Vec<si::Allocation>) {
+        self.node_named("n", memory, existing);
+    }
+
+    fn node_named(&self, id: &str, memory: i64, existing: Vec<si::Allocation>) {
         self.sched
             .update_node(si::NodeRequest {
                 nodes: vec![si::NodeInfo {
-                    node_id: "n".to_string(),
+                    node_id: id.to_string(),
                     action: si::node_info::ActionFromRm::Create as i32,
                     schedulable_resource: res(memory),
                     existing_allocations: existing,
@@ -236,9 +240,12 @@ fn regression_no_dangling_reservation_after_ask_shrinks() {
     let rm = Rm::new();
     rm.app();
     rm.node(100, vec![]);
+    // A second, smaller node: the root's max (the cluster's capacity) then
+    // has room for a second allocation that no node can hold.
+    rm.node_named("m", 50, vec![]);
     rm.ask("k", 60, 2);
     assert_eq!(rm.snapshot().unwrap().allocations.len(), 1);
-    // The second allocation does not fit; after the delay the ask reserves the node.
+    // The second allocation does not fit; after the delay the ask reserves n.
     rm.clock.advance(Duration::from_secs(3));
     rm.sched.wake();
     let snap = rm.snapshot().unwrap();

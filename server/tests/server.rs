@@ -352,6 +352,12 @@ async fn rest_routes_return_yunikorn_shaped_json() {
     let root = get_json(&server, "/ws/v1/partition/default/queues").await;
     assert_eq!(root["queuename"], "root");
     assert_eq!(root["isLeaf"], false);
+    // As upstream: the root's max is the partition's total node capacity.
+    assert_eq!(
+        root["maxResource"],
+        serde_json::json!({"memory": 2000, "vcore": 8000})
+    );
+    assert!(root["children"][0].get("maxResource").is_none());
     assert_eq!(root["children"][0]["queuename"], "root.default");
     assert_eq!(root["children"][0]["allocatedResource"]["memory"], 200);
 

@@ -46,8 +46,9 @@ pub struct PassContext<'a> {
     node_memo: Vec<Resource>,
     /// Sizes that found no node to reserve in this pass.
     reserve_memo: Vec<Resource>,
-    /// (leaf, size) pairs that failed the headroom check in this pass.
-    headroom_memo: Vec<(QueueId, Resource)>,
+    /// (leaf, size, short of the root's max only) of asks that failed the
+    /// headroom check in this pass.
+    headroom_memo: Vec<(QueueId, Resource, bool)>,
 }
 
 impl<'a> PassContext<'a> {
@@ -299,11 +300,14 @@ impl Partition {
         }
         let res = *self.asks[ask].resource;
         let leaf = self.apps[app].queue;
-        if ctx
+        if let Some(&(.., cluster_only)) = ctx
             .headroom_memo
             .iter()
-            .any(|(q, r)| *q == leaf && res.dominates(r))
+            .find(|(q, r, _)| *q == leaf && res.dominates(r))
         {
+            if cluster_only && self.fits_headroom_below_root(leaf, &res) {
+                self.report_waits_for_cluster(ask);
+            }
             return false;
         }
         // User and group limits first, then the queue headroom. A user limit
@@ -312,8 +316,14 @@ impl Partition {
             return false;
         }
         if !self.fits_headroom(leaf, &res) {
+            // Short of the root's max alone: the cluster is too small, which
+            // is the autoscaler's signal (the root's max is the cluster size).
+            let cluster_only = self.fits_headroom_below_root(leaf, &res);
+            if cluster_only {
+                self.report_waits_for_cluster(ask);
+            }
             if ctx.headroom_memo.len() < MEMO_LIMIT {
-                ctx.headroom_memo.push((leaf, res));
+                ctx.headroom_memo.push((leaf, res, cluster_only));
             }
             if self.config.preemption.enabled && self.asks[ask].allow_preempt_other {
                 self.try_preempt(app, ask, ctx);
@@ -335,11 +345,7 @@ impl Partition {
                     remember(&mut ctx.node_memo, res);
                 }
                 if self.asks[ask].reserved_node.is_none() {
-                    self.report_scheduling_state(
-                        ask,
-                        SchedulingState::Failed,
-                        "no node has room for the ask although the queue headroom allows it",
-                    );
+                    self.report_waits_for_cluster(ask);
                     let preempted = self.config.preemption.enabled
                         && self.asks[ask].allow_preempt_other
                         && self.try_preempt(app, ask, ctx);
@@ -350,6 +356,16 @@ impl Partition {
                 false
             }
         }
+    }
+
+    /// Reports FAILED for an ask that waits for the cluster to grow: no node
+    /// or not enough nodes for it although its queue headroom allows it.
+    fn report_waits_for_cluster(&mut self, ask: AskId) {
+        self.report_scheduling_state(
+            ask,
+            SchedulingState::Failed,
+            "the cluster has no room for the ask although the queue headroom allows it",
+        );
     }
 
     pub(super) fn predicate(

@@ -74,8 +74,7 @@ impl Partition {
                 };
                 let n = self.nodes.insert(node);
                 self.node_by_id.insert(node_id, n);
-                self.total_capacity.add_assign(&capacity);
-                self.shares_stale = true;
+                self.capacity_changed(&Resource::ZERO, &capacity, now);
                 self.rekey_node(n);
                 self.accept_node(&id);
                 self.outbox.event(
@@ -117,12 +116,10 @@ impl Partition {
                         return self.reject_node(&id, format!("node {id}: occupied resource: {e}"));
                     }
                 };
-                let node = &mut self.nodes[n];
                 if let Some(c) = capacity {
-                    self.total_capacity.sub_assign(&node.res.capacity());
-                    self.total_capacity.add_assign(&c);
-                    self.shares_stale = true;
-                    node.res.set_capacity(&c);
+                    let old = self.nodes[n].res.capacity();
+                    self.nodes[n].res.set_capacity(&c);
+                    self.capacity_changed(&old, &c, now);
                     self.outbox.event(
                         now,
                         EventType::Node,
@@ -204,8 +201,7 @@ impl Partition {
         self.rekey_node(n);
         let node = self.nodes.remove(n);
         self.node_by_id.remove(&node.id);
-        self.total_capacity.sub_assign(&node.res.capacity());
-        self.shares_stale = true;
+        self.capacity_changed(&node.res.capacity(), &Resource::ZERO, now);
         self.forget_node_filters(n);
         self.outbox.event(
             now,

@@ -60,8 +60,12 @@ impl Partition {
             q.dynamic = false;
             q.state = QueueState::Active;
             q.guaranteed = planned.guaranteed;
-            q.max = planned.max;
-            q.has_max = planned.max != Resource::UNLIMITED;
+            // The root's max is the cluster's (see `set_root_max`); the
+            // configuration never sets one (validation refuses it).
+            if id != ROOT {
+                q.max = planned.max;
+                q.has_max = planned.max != Resource::UNLIMITED;
+            }
             q.max_applications = planned.max_applications;
             q.app_sort = planned.app_sort;
             q.sort_priority = planned.sort_priority;

@@ -3,6 +3,8 @@
 
 use std::sync::Arc;
 
+use unisched_si as si;
+
 use super::super::objects::*;
 use super::*;
 use crate::resources::Resource;
@@ -193,8 +195,21 @@ impl Partition {
     /// True when `res` more fits under the max of the leaf and every ancestor.
     #[inline]
     pub fn fits_headroom(&self, leaf: QueueId, res: &Resource) -> bool {
+        self.fits_headroom_up_to(leaf, res, None)
+    }
+
+    /// True when `res` more fits under the max of the leaf and every ancestor
+    /// below the root: whether an ask that fails [`Self::fits_headroom`]
+    /// waits for the cluster to grow (the root's max is the cluster's size,
+    /// which upstream leaves out of the headroom for its autoscaler signal).
+    pub fn fits_headroom_below_root(&self, leaf: QueueId, res: &Resource) -> bool {
+        self.fits_headroom_up_to(leaf, res, Some(ROOT))
+    }
+
+    #[inline]
+    fn fits_headroom_up_to(&self, leaf: QueueId, res: &Resource, stop: Option<QueueId>) -> bool {
         let mut q = Some(leaf);
-        while let Some(id) = q {
+        while let Some(id) = q.filter(|&id| Some(id) != stop) {
             let queue = &self.queues[id];
             if queue.has_max
                 && !queue
@@ -207,6 +222,43 @@ impl Partition {
             q = queue.parent;
         }
         true
+    }
+
+    /// A node's capacity went from `old` to `new` (zero for a node added or
+    /// removed): the partition total changes and, as upstream's
+    /// `updatePartitionResource` does, the root's max with it.
+    pub fn capacity_changed(&mut self, old: &Resource, new: &Resource, now: u64) {
+        self.total_capacity.sub_assign(old);
+        self.total_capacity.add_assign(new);
+        self.shares_stale = true;
+        self.set_root_max(now);
+    }
+
+    /// Sets the root's max to the total node capacity: the types the nodes
+    /// have are limited to their sum, the others stay unlimited (and with no
+    /// capacity at all the root is unlimited). Reported as upstream reports
+    /// a changed max (`QUEUE`, `SET`, `QUEUE_MAX`).
+    pub fn set_root_max(&mut self, now: u64) {
+        let max = Resource(std::array::from_fn(|i| match self.total_capacity.0[i] {
+            v if v > 0 => v,
+            _ => i64::MAX,
+        }));
+        let root = &mut self.queues[ROOT];
+        if root.max == max {
+            return;
+        }
+        root.max = max;
+        root.has_max = max != Resource::UNLIMITED;
+        let path = root.path.clone();
+        self.outbox.event(
+            now,
+            si::event_record::Type::Queue,
+            &path,
+            "",
+            si::event_record::ChangeType::Set,
+            si::event_record::ChangeDetail::QueueMax,
+            "maximum set to the partition's total node capacity".to_string(),
+        );
     }
 
     /// True when another application may start running under `leaf`.
