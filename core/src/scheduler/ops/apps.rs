@@ -9,7 +9,13 @@ use unisched_si as si;
 
 use super::super::objects::*;
 use super::super::partition::{Partition, ROOT};
+use crate::config::placement;
 use crate::resources::Resource;
+
+/// The user a forced application without one runs as (upstream's anonymous user).
+const ANONYMOUS_USER: &str = "nobody";
+/// The group of [`ANONYMOUS_USER`].
+const ANONYMOUS_GROUP: &str = "nogroup";
 
 impl Partition {
     pub(super) fn reject_app(&mut self, now: u64, id: &str, reason: String) {
@@ -44,15 +50,24 @@ impl Partition {
                 format!("application {id} already exists in partition {}", self.name),
             );
         }
-        let Some(ugi) = req.ugi.as_ref().filter(|u| !u.user.is_empty()) else {
-            return self.reject_app(
-                now,
-                &id,
-                format!("application {id} has no user (ugi.user is empty)"),
-            );
-        };
-        let (user, groups) = (ugi.user.clone(), ugi.groups.clone());
         let tags: BTreeMap<String, String> = req.tags.into_iter().collect();
+        let forced = placement::is_create_forced(&tags);
+        let (user, groups) = match req.ugi.as_ref().filter(|u| !u.user.is_empty()) {
+            Some(ugi) => (ugi.user.clone(), ugi.groups.clone()),
+            // A forced application runs already: as upstream, it gets the
+            // anonymous user rather than a refusal.
+            None if forced => (
+                ANONYMOUS_USER.to_string(),
+                vec![ANONYMOUS_GROUP.to_string()],
+            ),
+            None => {
+                return self.reject_app(
+                    now,
+                    &id,
+                    format!("application {id} has no user (ugi.user is empty)"),
+                );
+            }
+        };
         let queue = match self.place_application(&id, &req.queue_name, &user, &groups, &tags) {
             Ok(q) => q,
             Err(reason) => return self.reject_app(now, &id, reason),

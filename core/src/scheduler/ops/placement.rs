@@ -5,7 +5,10 @@ use std::collections::BTreeMap;
 
 use super::super::objects::*;
 use super::super::partition::{Partition, ROOT};
+use unisched_si as si;
+
 use crate::config::acl::Acl;
+use crate::config::placement;
 use crate::resources::Resource;
 
 impl Partition {
@@ -18,18 +21,22 @@ impl Partition {
         groups: &[String],
         tags: &BTreeMap<String, String>,
     ) -> Result<QueueId, String> {
-        let placement = crate::config::placement::Placer::new(&self.config.placement_rules).place(
-            &crate::config::placement::AppPlacementInput {
+        let placement = placement::Placer::new(&self.config.placement_rules).place(
+            &placement::AppPlacementInput {
                 app_id,
                 requested_queue: requested,
                 user,
                 groups,
                 tags,
+                forced: placement::is_create_forced(tags),
             },
             &PartitionQueues(self),
         )?;
         match self.queue_by_path.get(placement.queue_path.as_str()) {
             Some(&q) => Ok(q),
+            None if placement::is_recovery_queue(&placement.queue_path) => {
+                Ok(self.create_recovery_queue())
+            }
             None if placement.create => Ok(self.create_dynamic_path(&placement.queue_path)),
             None => Err(format!(
                 "application {app_id}: queue {} does not exist",
@@ -58,11 +65,37 @@ impl Partition {
                     let q = self.create_queue(&so_far, Some(current), !is_leaf);
                     self.apply_child_template(current, q);
                     self.queues[q].dynamic = true;
+                    self.queue_created_dynamically(q);
                     q
                 }
             };
         }
         current
+    }
+
+    /// Creates upstream's recovery queue under root: a dynamic fifo leaf
+    /// with no limits, template or properties (forced applications run
+    /// there whatever the configuration says).
+    fn create_recovery_queue(&mut self) -> QueueId {
+        let q = self.create_queue(placement::RECOVERY_QUEUE, Some(ROOT), false);
+        self.queues[q].dynamic = true;
+        self.queue_created_dynamically(q);
+        q
+    }
+
+    /// Reports a queue placement created, as upstream does (`QUEUE`, `ADD`,
+    /// `QUEUE_DYNAMIC`).
+    fn queue_created_dynamically(&mut self, q: QueueId) {
+        let path = self.queues[q].path.clone();
+        self.outbox.event(
+            self.now,
+            si::event_record::Type::Queue,
+            &path,
+            "",
+            si::event_record::ChangeType::Add,
+            si::event_record::ChangeDetail::QueueDynamic,
+            "queue created by placement".to_string(),
+        );
     }
 
     pub(super) fn apply_child_template(&mut self, parent: QueueId, child: QueueId) {
@@ -133,11 +166,11 @@ impl Partition {
 /// The partition's queues as the placement rules see them.
 struct PartitionQueues<'a>(&'a Partition);
 
-impl crate::config::placement::QueueLookup for PartitionQueues<'_> {
-    fn lookup(&self, path: &str) -> Option<crate::config::placement::QueueInfo> {
+impl placement::QueueLookup for PartitionQueues<'_> {
+    fn lookup(&self, path: &str) -> Option<placement::QueueInfo> {
         let &id = self.0.queue_by_path.get(path)?;
         let q = &self.0.queues[id];
-        Some(crate::config::placement::QueueInfo {
+        Some(placement::QueueInfo {
             leaf: !q.is_parent,
             draining: q.state == QueueState::Draining,
         })
