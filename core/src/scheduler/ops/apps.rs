@@ -8,7 +8,7 @@ use si::event_record::{ChangeDetail, ChangeType, Type as EventType};
 use unisched_si as si;
 
 use super::super::objects::*;
-use super::super::partition::{Partition, ROOT};
+use super::super::partition::Partition;
 use crate::config::placement;
 use crate::resources::Resource;
 
@@ -80,10 +80,8 @@ impl Partition {
             req.execution_timeout_milli_seconds,
         ) {
             Ok(g) => g,
-            Err(reason) => {
-                self.remove_empty_dynamic(queue);
-                return self.reject_app(now, &id, reason);
-            }
+            // A queue placement created stays for the cleaner, as upstream.
+            Err(reason) => return self.reject_app(now, &id, reason),
         };
         let seq = self.seq();
         let app_id: Arc<str> = Arc::from(id.as_str());
@@ -212,29 +210,9 @@ impl Partition {
             "application removed".to_string(),
         );
         self.remember_completed(&a);
-        self.remove_empty_dynamic(a.queue);
-    }
-
-    /// Removes dynamic queues that hold nothing any more, bottom up.
-    pub(super) fn remove_empty_dynamic(&mut self, mut q: QueueId) {
-        loop {
-            let queue = &self.queues[q];
-            if !queue.dynamic || !queue.apps.is_empty() || !queue.children.is_empty() || q == ROOT {
-                return;
-            }
-            let Some(parent) = queue.parent else { return };
-            let path = queue.path.clone();
-            if let Some(k) = self.queues[q].key_in_parent.take() {
-                self.queues[parent]
-                    .child_order
-                    .remove(&k, &mut self.queue_slots);
-            }
-            self.queues[parent].children.retain(|&c| c != q);
-            self.queue_by_path.remove(&path);
-            // The arena slot stays as a tombstone: ids are never reused.
-            self.queues[q].parent = None;
-            q = parent;
-        }
+        // An empty dynamic queue stays until the queue cleaner's next round
+        // (`ops/queues.rs`), as upstream.
+        self.cleanup_wanted = true;
     }
 
     /// Moves an application to `to` if the state machine allows it, and reports it.
@@ -336,6 +314,7 @@ impl Partition {
             self.process_gang_timers(now);
         }
         self.expire_filters(now);
+        self.clean_queues_when_due(now);
     }
 
     /// Earliest pending timer.
@@ -345,6 +324,7 @@ impl Partition {
         completing
             .into_iter()
             .chain(gang)
+            .chain(self.next_queue_cleanup())
             .chain(self.next_filter_timer())
             .min()
     }

@@ -7,3 +7,4 @@ mod apps;
 mod asks;
 mod nodes;
 mod placement;
+mod queues;

@@ -86,6 +86,7 @@ impl Partition {
     /// Reports a queue placement created, as upstream does (`QUEUE`, `ADD`,
     /// `QUEUE_DYNAMIC`).
     fn queue_created_dynamically(&mut self, q: QueueId) {
+        self.cleanup_wanted = true;
         let path = self.queues[q].path.clone();
         self.outbox.event(
             self.now,

@@ -80,6 +80,7 @@ impl Partition {
             if !seen.contains(&id) && !q.dynamic && q.state == QueueState::Active {
                 let path = q.path.clone();
                 self.queues[id].state = QueueState::Draining;
+                self.cleanup_wanted = true;
                 self.outbox.event(
                     now,
                     si::event_record::Type::Queue,

@@ -118,6 +118,13 @@ pub struct Partition {
     pub parked_apps: Vec<AppId>,
     /// Grace period of a Completing application, in nanoseconds.
     pub completing_timeout: u64,
+    /// Time between two rounds of the queue cleaner, in nanoseconds.
+    pub queue_cleanup_interval: u64,
+    /// When the next cleaner round is due (0: not scheduled yet).
+    pub next_cleanup: u64,
+    /// Some queue may be removable (draining or dynamic): the cleaner has
+    /// work, and its rounds are due as timers.
+    pub cleanup_wanted: bool,
     /// The scheduler's resource names.
     pub names: Arc<ResourceNames>,
     /// Applications whose asks changed since their last re-key.
@@ -188,6 +195,9 @@ impl Partition {
             parked_queues: Vec::new(),
             parked_apps: Vec::new(),
             completing_timeout: 30_000_000_000,
+            queue_cleanup_interval: 10_000_000_000,
+            next_cleanup: 0,
+            cleanup_wanted: false,
             names,
             dirty_apps: Vec::new(),
             freed_in_pass: false,
