@@ -195,6 +195,16 @@ impl Partition {
             let node = &self.nodes[n];
             node.schedulable && node.res.fits(&res, Lanes::ALL) && self.predicate(ctx, ask, n, true)
         });
+        if self.asks[ask].required_node().is_some() {
+            // Its own node or nothing; room there may take preemption.
+            match on_reserved {
+                Some(n) => self.allocate(app, ask, n, ctx),
+                None => {
+                    self.try_required_node(app, ask, &res, ctx);
+                }
+            }
+            return;
+        }
         let node = match on_reserved {
             Some(n) => Some(n),
             None => match self.find_node(ask, &res, ctx) {
@@ -330,6 +340,9 @@ impl Partition {
             }
             return false;
         }
+        if self.asks[ask].required_node().is_some() {
+            return self.try_required_node(app, ask, &res, ctx);
+        }
         let search = if ctx.node_memo.iter().any(|r| res.dominates(r)) {
             NodeSearch::NotFound { clean: true }
         } else {
@@ -358,9 +371,60 @@ impl Partition {
         }
     }
 
+    /// An ask that requires a node, as upstream's `tryRequiredNode`: the
+    /// reservations of that node held by asks that do not require it give
+    /// way, then the ask is placed there if it fits; if not, it reserves the
+    /// node at once (no reservation delay), so that no other ask takes the
+    /// room it waits for. One reservation per node: a node another
+    /// required-node ask holds is not reserved again. True on an allocation.
+    fn try_required_node(
+        &mut self,
+        app: AppId,
+        ask: AskId,
+        res: &Resource,
+        ctx: &mut PassContext<'_>,
+    ) -> bool {
+        let required = self.asks[ask].required_node().unwrap_or_default();
+        let Some(n) = self.node_by_id.get(required).copied() else {
+            // Not registered (yet): nothing to try.
+            return false;
+        };
+        if let Some(holder) = self.nodes[n]
+            .reserved_by
+            .filter(|&h| h != ask && self.asks[h].required_node().is_none())
+        {
+            self.unreserve_because(holder, "reservation cancelled: an ask requires the node");
+        }
+        if let Some(other) = self.asks[ask].reserved_node.filter(|&r| r != n) {
+            // Its tag named another node when it reserved that one.
+            self.unreserve(other);
+        }
+        if let NodeSearch::Found(n) = self.find_node(ask, res, ctx) {
+            self.allocate(app, ask, n, ctx);
+            return true;
+        }
+        let node = &self.nodes[n];
+        if self.asks[ask].reserved_node.is_none()
+            && node.reserved_by.is_none()
+            && node.schedulable
+            && res.fits_in(&node.res.capacity().minus(&node.res.occupied()))
+        {
+            self.reserve_node(ask, n, "reserved required node", ctx.now);
+        }
+        if self.config.preemption.enabled && self.asks[ask].allow_preempt_other {
+            self.try_preempt(app, ask, ctx);
+        }
+        false
+    }
+
     /// Reports FAILED for an ask that waits for the cluster to grow: no node
-    /// or not enough nodes for it although its queue headroom allows it.
+    /// or not enough nodes for it although its queue headroom allows it. An
+    /// ask that requires a node is no such signal (upstream leaves those out
+    /// of its outstanding requests): adding nodes would not help it.
     fn report_waits_for_cluster(&mut self, ask: AskId) {
+        if self.asks[ask].required_node().is_some() {
+            return;
+        }
         self.report_scheduling_state(
             ask,
             SchedulingState::Failed,
@@ -391,18 +455,14 @@ impl Partition {
     fn find_node(&mut self, ask: AskId, res: &Resource, ctx: &PassContext<'_>) -> NodeSearch {
         // An ask naming its node (as daemon sets do) goes there or nowhere; its
         // failure says nothing about other asks, so it is never "clean".
-        if let Some(required) = self.asks[ask].tags().get(super::preempt::REQUIRED_NODE_TAG) {
-            let fits = self
-                .node_by_id
-                .get(required.as_str())
-                .copied()
-                .filter(|&n| {
-                    let node = &self.nodes[n];
-                    node.schedulable
-                        && node.reserved_by.is_none_or(|r| r == ask)
-                        && node.res.fits(res, Lanes::ALL)
-                        && self.predicate(ctx, ask, n, true)
-                });
+        if let Some(required) = self.asks[ask].required_node() {
+            let fits = self.node_by_id.get(required).copied().filter(|&n| {
+                let node = &self.nodes[n];
+                node.schedulable
+                    && node.reserved_by.is_none_or(|r| r == ask)
+                    && node.res.fits(res, Lanes::ALL)
+                    && self.predicate(ctx, ask, n, true)
+            });
             return match fits {
                 Some(n) => NodeSearch::Found(n),
                 None => NodeSearch::NotFound { clean: false },
@@ -450,10 +510,7 @@ impl Partition {
     fn maybe_reserve(&mut self, ask: AskId, res: &Resource, ctx: &mut PassContext<'_>) {
         // A required-node ask waits for (or preempts on) its node; it does not
         // hold another one.
-        if self.asks[ask]
-            .tags()
-            .contains_key(super::preempt::REQUIRED_NODE_TAG)
-        {
+        if self.asks[ask].required_node().is_some() {
             return;
         }
         let created = self.asks[ask].created;

@@ -451,6 +451,13 @@ impl Ask {
         self.extra.as_ref().map_or(&NO_TAGS, |e| &e.tags)
     }
 
+    /// The node the ask must run on (its required-node tag), if any.
+    pub fn required_node(&self) -> Option<&str> {
+        self.tags()
+            .get(super::preempt::REQUIRED_NODE_TAG)
+            .map(String::as_str)
+    }
+
     /// Gang task group (empty when none).
     pub fn task_group(&self) -> &str {
         self.extra.as_ref().map_or("", |e| e.task_group.as_str())

@@ -54,7 +54,10 @@ impl Partition {
         ctx: &mut PassContext<'_>,
     ) -> bool {
         let a = &self.asks[ask];
-        if !a.allow_preempt_other || a.reserved_node.is_some() || a.pending == 0 {
+        // An ask holding a reservation waits for its node; one that requires
+        // its node holds that node's reservation while it preempts there.
+        let waits_elsewhere = a.reserved_node.is_some() && a.required_node().is_none();
+        if !a.allow_preempt_other || waits_elsewhere || a.pending == 0 {
             return false;
         }
         let leaf = self.apps[app].queue;
@@ -88,7 +91,7 @@ impl Partition {
         if !self.within_guarantee(leaf, &res) {
             return false;
         }
-        let required = a.tags().get(REQUIRED_NODE_TAG).cloned();
+        let required = a.required_node().map(str::to_string);
         // Nodes in sort order, merged lazily from the index and the exhausted
         // set: the walk stops at the first node where a single victim that
         // allows preemption and is no originator suffices, since no later
