@@ -72,6 +72,7 @@ impl Partition {
             Ok(q) => q,
             Err(reason) => return self.reject_app(now, &id, reason),
         };
+        self.apply_namespace_tags(queue, &tags, now);
         let gang = match self.gang_for_new_app(
             &id,
             queue,

@@ -83,6 +83,67 @@ impl Partition {
         q
     }
 
+    /// Applies an application's namespace tags to the dynamic queue it was
+    /// placed in, as upstream's `AddApplication` does on every application
+    /// added: `namespace.resourcequota` and `namespace.resourceguaranteed`
+    /// set the max and guaranteed (both, once either is given: one left out
+    /// is cleared), `namespace.resourcemaxapps` the maxapplications.
+    /// Configured queues and the recovery queue keep their own settings.
+    pub(super) fn apply_namespace_tags(
+        &mut self,
+        queue: QueueId,
+        tags: &BTreeMap<String, String>,
+        now: u64,
+    ) {
+        let q = &self.queues[queue];
+        if !q.dynamic || placement::is_recovery_queue(&q.path) {
+            return;
+        }
+        let max = tag_resource(tags, NAMESPACE_QUOTA_TAG);
+        let guaranteed = tag_resource(tags, NAMESPACE_GUARANTEED_TAG);
+        let max_apps = tags
+            .get(NAMESPACE_MAX_APPS_TAG)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0);
+        if max_apps != 0 {
+            self.queues[queue].max_applications = max_apps;
+        }
+        if max.is_none() && guaranteed.is_none() {
+            return;
+        }
+        let names = self.names.clone();
+        let max = max
+            .and_then(|m| names.limit_from_map(&m).ok())
+            .unwrap_or(Resource::UNLIMITED);
+        let guaranteed = guaranteed
+            .and_then(|g| names.from_map(&g).ok())
+            .unwrap_or(Resource::ZERO);
+        let q = &mut self.queues[queue];
+        let changed = [
+            (q.max != max, si::event_record::ChangeDetail::QueueMax),
+            (
+                q.guaranteed != guaranteed,
+                si::event_record::ChangeDetail::QueueGuaranteed,
+            ),
+        ];
+        q.max = max;
+        q.has_max = max != Resource::UNLIMITED;
+        q.guaranteed = guaranteed;
+        let path = q.path.clone();
+        for (_, detail) in changed.into_iter().filter(|(c, _)| *c) {
+            self.outbox.event(
+                now,
+                si::event_record::Type::Queue,
+                &path,
+                "",
+                si::event_record::ChangeType::Set,
+                detail,
+                "set from the application's namespace tags".to_string(),
+            );
+        }
+        self.rekey_queue_chain(queue);
+    }
+
     /// Reports a queue placement created, as upstream does (`QUEUE`, `ADD`,
     /// `QUEUE_DYNAMIC`).
     fn queue_created_dynamically(&mut self, q: QueueId) {
@@ -183,4 +244,40 @@ impl placement::QueueLookup for PartitionQueues<'_> {
             .get(path)
             .is_some_and(|&id| self.0.submit_allowed(id, user, groups))
     }
+}
+
+/// Tag holding the namespace quota: the dynamic queue's max.
+pub const NAMESPACE_QUOTA_TAG: &str = "namespace.resourcequota";
+/// Tag holding the namespace guarantee: the dynamic queue's guaranteed.
+pub const NAMESPACE_GUARANTEED_TAG: &str = "namespace.resourceguaranteed";
+/// Tag holding the namespace's application limit: the dynamic queue's
+/// maxapplications.
+pub const NAMESPACE_MAX_APPS_TAG: &str = "namespace.resourcemaxapps";
+
+/// A resource tag as the RM writes it: the JSON of an SI `Resource`.
+#[derive(serde::Deserialize)]
+struct TagResource {
+    #[serde(default)]
+    resources: BTreeMap<String, TagQuantity>,
+}
+
+#[derive(serde::Deserialize)]
+struct TagQuantity {
+    #[serde(default)]
+    value: i64,
+}
+
+/// The quantities of resource tag `name` (wire units), or `None` when it is
+/// missing, does not parse, or is not greater than zero (no negative value,
+/// some positive one), as upstream's `getResourceFromTags` reads it.
+fn tag_resource(tags: &BTreeMap<String, String>, name: &str) -> Option<BTreeMap<String, i64>> {
+    // JSON is YAML: the configuration's decoder reads it.
+    let parsed: TagResource = serde_yaml::from_str(tags.get(name)?).ok()?;
+    let values: BTreeMap<String, i64> = parsed
+        .resources
+        .into_iter()
+        .map(|(k, q)| (k, q.value))
+        .collect();
+    let positive = values.values().all(|&v| v >= 0) && values.values().any(|&v| v > 0);
+    positive.then_some(values)
 }
