@@ -157,8 +157,10 @@ pub struct AppExpect {
     pub states: Option<Vec<String>>,
     /// Leaf queue it was placed in.
     pub queue: Option<String>,
-    /// Allocated usage.
+    /// Allocated usage of real allocations.
     pub allocated: Option<Resources>,
+    /// Usage of placeholders (apart from `allocated`).
+    pub placeholder: Option<Resources>,
     /// Pending demand.
     pub pending: Option<Resources>,
     /// Number of allocations.
@@ -490,6 +492,13 @@ fn check_app(
     }
     if let Some(allocated) = &want.allocated {
         out.resources(format!("app {id} allocated"), allocated, &app.allocated);
+    }
+    if let Some(placeholder) = &want.placeholder {
+        out.resources(
+            format!("app {id} placeholder"),
+            placeholder,
+            &app.placeholder,
+        );
     }
     if let Some(pending) = &want.pending {
         out.resources(format!("app {id} pending"), pending, &app.pending);

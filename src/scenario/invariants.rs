@@ -46,7 +46,8 @@ fn not_negative(out: &mut Checks, subject: String, resources: &ResourceMap) {
 pub fn check(snapshot: &PartitionSnapshot, out: &mut Checks) {
     let mut total = ResourceMap::new();
     let mut by_node: BTreeMap<&str, (ResourceMap, usize)> = BTreeMap::new();
-    let mut by_app: BTreeMap<&str, (ResourceMap, usize)> = BTreeMap::new();
+    // Per application: real allocations, placeholders, count.
+    let mut by_app: BTreeMap<&str, (ResourceMap, ResourceMap, usize)> = BTreeMap::new();
     let mut by_queue: BTreeMap<&str, ResourceMap> = BTreeMap::new();
     for alloc in &snapshot.allocations {
         let orphan = snapshot.node(&alloc.node_id).is_none()
@@ -68,8 +69,15 @@ pub fn check(snapshot: &PartitionSnapshot, out: &mut Checks) {
         add(&mut node.0, &alloc.resource);
         node.1 += 1;
         let app = by_app.entry(&alloc.application_id).or_default();
-        add(&mut app.0, &alloc.resource);
-        app.1 += 1;
+        add(
+            if alloc.placeholder {
+                &mut app.1
+            } else {
+                &mut app.0
+            },
+            &alloc.resource,
+        );
+        app.2 += 1;
         add(by_queue.entry(&alloc.queue).or_default(), &alloc.resource);
     }
     let empty = (ResourceMap::new(), 0);
@@ -107,13 +115,20 @@ pub fn check(snapshot: &PartitionSnapshot, out: &mut Checks) {
         &total,
         &snapshot.total_capacity,
     );
+    let none = (ResourceMap::new(), ResourceMap::new(), 0);
     for app in &snapshot.applications {
-        let (allocated, count) = by_app.get(app.id.as_str()).unwrap_or(&empty);
+        let (allocated, placeholders, count) = by_app.get(app.id.as_str()).unwrap_or(&none);
         equal(
             out,
-            format!("app {} allocated = sum of its allocations", app.id),
+            format!("app {} allocated = sum of its real allocations", app.id),
             allocated,
             &app.allocated,
+        );
+        equal(
+            out,
+            format!("app {} placeholder = sum of its placeholders", app.id),
+            placeholders,
+            &app.placeholder,
         );
         out.eq(
             format!("app {} allocation count", app.id),

@@ -77,6 +77,7 @@ pub fn invariants(snap: &PartitionSnapshot, step: usize) -> Vec<String> {
         }
         for a in snap.applications.iter().filter(|a| a.queue == q.path) {
             sum_into(&mut sum, &a.allocated);
+            sum_into(&mut sum, &a.placeholder);
         }
         let mut mine = q.allocated.clone();
         mine.retain(|_, v| *v != 0);

@@ -339,8 +339,12 @@ pub struct App {
     pub submission_time: u64,
     /// Submission order within the partition.
     pub seq: u64,
-    /// Allocated to this application.
+    /// Allocated to this application's real (not placeholder) allocations.
     pub allocated: Resource,
+    /// Held by this application's placeholders, tracked apart from
+    /// `allocated` as upstream's `allocatedPlaceholder` (queues and nodes
+    /// count both).
+    pub placeholder: Resource,
     /// Pending for this application.
     pub pending: Resource,
     /// Every ask by key, including fully allocated ones still holding

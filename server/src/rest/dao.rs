@@ -229,6 +229,8 @@ pub struct ApplicationInfo {
     #[serde(rename = "applicationID")]
     application_id: String,
     used_resource: ResourceMap,
+    /// Held by placeholders, apart from `usedResource` (upstream's field).
+    placeholder_resource: ResourceMap,
     pending_resource: ResourceMap,
     partition: String,
     queue_name: String,
@@ -263,6 +265,7 @@ pub fn applications(
         .map(|a| ApplicationInfo {
             application_id: a.id.clone(),
             used_resource: a.allocated.clone(),
+            placeholder_resource: a.placeholder.clone(),
             pending_resource: a.pending.clone(),
             partition: plain_name(&snap.name).to_string(),
             queue_name: a.queue.clone(),
@@ -289,6 +292,26 @@ pub fn applications(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn placeholders_are_reported_apart_from_used_resources() {
+        let snap = PartitionSnapshot {
+            name: "[rm]default".into(),
+            applications: vec![ApplicationSnapshot {
+                id: "app-1".into(),
+                allocated: [("memory".to_string(), 10)].into(),
+                placeholder: [("memory".to_string(), 30)].into(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let json = serde_json::to_value(applications(&snap, |_| true)).unwrap();
+        assert_eq!(json[0]["usedResource"], serde_json::json!({"memory": 10}));
+        assert_eq!(
+            json[0]["placeholderResource"],
+            serde_json::json!({"memory": 30})
+        );
+    }
 
     #[test]
     fn plain_names() {

@@ -134,7 +134,7 @@ impl Partition {
     ) -> Allocation {
         let alloc = self.allocs.remove(id);
         self.alloc_by_id.remove(&alloc.id);
-        self.remove_usage(alloc.app, alloc.node, &alloc.resource);
+        self.remove_usage(alloc.app, alloc.node, &alloc.resource, alloc.placeholder);
         let node = &mut self.nodes[alloc.node];
         node.allocations.swap_remove(alloc.node_slot);
         if let Some(&moved) = node.allocations.get(alloc.node_slot) {
@@ -310,7 +310,7 @@ impl Partition {
         meta: AllocMeta,
         now: u64,
     ) -> AllocId {
-        self.add_usage(app, node, &resource);
+        self.add_usage(app, node, &resource, meta.placeholder);
         let key = self.asks[ask].key.clone();
         let alloc = self.allocs.insert(Allocation {
             key,

@@ -98,6 +98,7 @@ impl Partition {
             submission_time: now,
             seq,
             allocated: Resource::ZERO,
+            placeholder: Resource::ZERO,
             pending: Resource::ZERO,
             asks: Default::default(),
             pending_order: Default::default(),

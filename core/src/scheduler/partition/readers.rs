@@ -66,6 +66,7 @@ impl Partition {
                     limit_group: a.limit_group.as_deref().map(str::to_string),
                     state: a.state.as_str().to_string(),
                     allocated: map(&a.allocated),
+                    placeholder: map(&a.placeholder),
                     pending: map(&a.pending),
                     pending_asks,
                     allocation_count: a.allocation_count,

@@ -149,11 +149,17 @@ impl Partition {
         }
     }
 
-    /// Adds `res` to the allocated totals of an application, its queues and a node.
-    pub fn add_usage(&mut self, app: AppId, node: NodeId, res: &Resource) {
+    /// Adds `res` to the allocated totals of an application (its
+    /// placeholder total for a placeholder), its queues and a node.
+    pub fn add_usage(&mut self, app: AppId, node: NodeId, res: &Resource, placeholder: bool) {
         let lanes = self.lanes;
         self.track_limits(app, res, true);
-        self.apps[app].allocated.add_in(res, lanes);
+        let a = &mut self.apps[app];
+        if placeholder {
+            a.placeholder.add_in(res, lanes);
+        } else {
+            a.allocated.add_in(res, lanes);
+        }
         let mut q = Some(self.apps[app].queue);
         while let Some(id) = q {
             self.queues[id].allocated.add_in(res, lanes);
@@ -163,11 +169,17 @@ impl Partition {
         self.rekey_node(node);
     }
 
-    /// Removes `res` from the allocated totals of an application, its queues and a node.
-    pub fn remove_usage(&mut self, app: AppId, node: NodeId, res: &Resource) {
+    /// Removes `res` from the allocated totals of an application (its
+    /// placeholder total for a placeholder), its queues and a node.
+    pub fn remove_usage(&mut self, app: AppId, node: NodeId, res: &Resource, placeholder: bool) {
         let lanes = self.lanes;
         self.track_limits(app, res, false);
-        self.apps[app].allocated.sub_in(res, lanes);
+        let a = &mut self.apps[app];
+        if placeholder {
+            a.placeholder.sub_in(res, lanes);
+        } else {
+            a.allocated.sub_in(res, lanes);
+        }
         let mut q = Some(self.apps[app].queue);
         while let Some(id) = q {
             self.queues[id].allocated.sub_in(res, lanes);
