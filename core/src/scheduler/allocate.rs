@@ -595,16 +595,12 @@ impl Partition {
         // A real ask the pass already passed over may replace this placeholder:
         // another round, so a settled core has nothing left to do.
         ctx.rerun |= meta.placeholder && self.gang_real_ask_pending(app, &meta.task_group);
+        let placeholder = meta.placeholder;
         self.place(app, ask, node, size, meta, ctx.now);
         if had_state != 0 {
             self.report_scheduling_state(ask, SchedulingState::Scheduled, "allocated");
         }
-        if matches!(
-            self.apps[app].state,
-            AppState::New | AppState::Accepted | AppState::Resuming | AppState::Completing
-        ) {
-            self.set_app_state(app, AppState::Running, ctx.now, "first allocation");
-        }
+        self.progress_on_allocation(app, placeholder, ctx.now, "first allocation");
         self.rekey_app(app);
         ctx.made += 1;
     }

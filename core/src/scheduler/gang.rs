@@ -66,10 +66,13 @@ pub struct Gang {
     pub deadline: Option<u64>,
     /// Per task group counts.
     pub groups: BTreeMap<String, GroupCount>,
+    /// The application's `placeholderAsk`: the total of all its
+    /// placeholders (zero when it gave none).
+    pub placeholder_ask: Resource,
 }
 
 impl Gang {
-    fn new(hard: bool, timeout_ms: i64) -> Self {
+    fn new(hard: bool, timeout_ms: i64, placeholder_ask: Resource) -> Self {
         let timeout = u64::try_from(timeout_ms)
             .ok()
             .filter(|&ms| ms > 0)
@@ -81,6 +84,7 @@ impl Gang {
             timeout,
             deadline: None,
             groups: BTreeMap::new(),
+            placeholder_ask,
         }
     }
 }
@@ -106,7 +110,8 @@ impl Partition {
         };
         let hard = style.eq_ignore_ascii_case("hard");
         if ask.is_zero() {
-            return Ok((hard || timeout_ms > 0).then(|| Box::new(Gang::new(hard, timeout_ms))));
+            return Ok((hard || timeout_ms > 0)
+                .then(|| Box::new(Gang::new(hard, timeout_ms, Resource::ZERO))));
         }
         let leaf = &self.queues[queue];
         if leaf.app_sort == AppSortPolicy::Fair {
@@ -126,7 +131,7 @@ impl Partition {
             }
             q = queue.parent;
         }
-        Ok(Some(Box::new(Gang::new(hard, timeout_ms))))
+        Ok(Some(Box::new(Gang::new(hard, timeout_ms, ask))))
     }
 
     /// Counts a new placeholder ask in its task group and starts the
@@ -136,9 +141,20 @@ impl Partition {
             self.asks[ask].task_group().to_string(),
             self.asks[ask].pending,
         );
+        self.count_placeholders(app, group, wanted, now);
+    }
+
+    /// Counts a placeholder the RM recovered (one already running) in its
+    /// task group, as upstream counts a recovered placeholder ask: a real
+    /// ask of the group then replaces it.
+    pub(super) fn gang_placeholder_recovered(&mut self, app: AppId, group: &str, now: u64) {
+        self.count_placeholders(app, group.to_string(), 1, now);
+    }
+
+    fn count_placeholders(&mut self, app: AppId, group: String, wanted: u32, now: u64) {
         let gang = self.apps[app]
             .gang
-            .get_or_insert_with(|| Box::new(Gang::new(false, 0)));
+            .get_or_insert_with(|| Box::new(Gang::new(false, 0, Resource::ZERO)));
         let count = &mut gang.groups.entry(group).or_default().count;
         *count = count.saturating_add(wanted);
         if gang.deadline.is_none() {
@@ -146,6 +162,16 @@ impl Partition {
             gang.deadline = Some(deadline);
             self.gang_timers.push(Reverse((deadline, app)));
         }
+    }
+
+    /// True when the application's placeholders add up to its placeholder
+    /// ask (upstream compares the totals for equality): the gang is
+    /// complete and the application runs. Never without a placeholder ask.
+    pub(super) fn all_placeholders_allocated(&self, app: AppId) -> bool {
+        let a = &self.apps[app];
+        a.gang
+            .as_ref()
+            .is_some_and(|g| !g.placeholder_ask.is_zero() && g.placeholder_ask == a.placeholder)
     }
 
     /// True when `ask` is a real ask whose task group still has placeholders
@@ -401,7 +427,15 @@ impl Partition {
             tags: a.tags().clone(),
         };
         let size = self.sizes.intern(res);
+        // As upstream: the first real allocation that replaces a placeholder
+        // leaves the state alone (the gang's last placeholder moved it
+        // already), unless the application is Completing.
+        let progresses =
+            !self.apps[app].allocated.is_zero() || self.apps[app].state == AppState::Completing;
         self.place(app, ask, node, size, meta, now);
+        if progresses {
+            self.progress_on_allocation(app, false, now, "placeholder replaced");
+        }
         if self.asks[ask].reported_state != 0 {
             self.report_scheduling_state(
                 ask,

@@ -288,13 +288,12 @@ impl Partition {
             originator: alloc.originator,
             tags: alloc.allocation_tags.into_iter().collect(),
         };
+        let (placeholder, group) = (meta.placeholder, meta.task_group.clone());
         self.insert_allocation(app, ask, node, id, size, meta, now);
-        if matches!(
-            self.apps[app].state,
-            AppState::New | AppState::Accepted | AppState::Completing | AppState::Resuming
-        ) {
-            self.set_app_state(app, AppState::Running, now, "allocation recovered");
+        if placeholder {
+            self.gang_placeholder_recovered(app, &group, now);
         }
+        self.progress_on_allocation(app, placeholder, now, "allocation recovered");
         self.rekey_app(app);
     }
 

@@ -278,6 +278,33 @@ impl Partition {
         );
     }
 
+    /// Moves an application to Running after an allocation, as upstream's
+    /// `addAllocationInternal`: a real allocation does at once; a
+    /// placeholder only once the application's placeholders add up to its
+    /// placeholder ask (all of them are allocated), else a New application
+    /// (recovered) becomes Accepted.
+    pub(in crate::scheduler) fn progress_on_allocation(
+        &mut self,
+        app: AppId,
+        placeholder: bool,
+        now: u64,
+        message: &str,
+    ) {
+        let state = self.apps[app].state;
+        let startable = matches!(
+            state,
+            AppState::New | AppState::Accepted | AppState::Resuming | AppState::Completing
+        );
+        if !startable {
+            return;
+        }
+        if !placeholder || self.all_placeholders_allocated(app) {
+            self.set_app_state(app, AppState::Running, now, message);
+        } else if state == AppState::New {
+            self.set_app_state(app, AppState::Accepted, now, message);
+        }
+    }
+
     /// Moves an application that has nothing pending or allocated to Completing.
     pub fn check_completing(&mut self, app: AppId, now: u64) {
         let a = &self.apps[app];
