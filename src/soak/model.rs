@@ -281,7 +281,8 @@ impl Model {
     }
 
     /// The core reports a release it initiates (`PLACEHOLDER_REPLACED`,
-    /// `PREEMPTED_BY_SCHEDULER`): the allocation stays until the RM confirms.
+    /// `PREEMPTED_BY_SCHEDULER`, `TIMEOUT`): the allocation stays until the
+    /// RM confirms.
     /// A replaced placeholder's real ask (the one of its task group with
     /// something pending) has one allocation less pending.
     pub fn release_started(&mut self, id: &str, termination: i32) -> Result<(), String> {

@@ -122,6 +122,7 @@ pub struct Sim {
 
 const REPLACED: i32 = si::TerminationType::PlaceholderReplaced as i32;
 const PREEMPTED: i32 = si::TerminationType::PreemptedByScheduler as i32;
+const TIMEOUT: i32 = si::TerminationType::Timeout as i32;
 
 /// When the RM confirms a core-initiated release of `id`: `Some(0)` at once,
 /// `Some(n)` after `n` steps, `None` never (a slow RM). Fixed by seed and id.
@@ -1317,7 +1318,7 @@ impl Sim {
         for rel in released {
             let t = rel.termination_type;
             let first = !self.model.releasing.contains_key(&rel.allocation_id);
-            if (t == REPLACED || t == PREEMPTED) && first {
+            if (t == REPLACED || t == PREEMPTED || t == TIMEOUT) && first {
                 if t == PREEMPTED {
                     match preemptor(&rel.message) {
                         Some(who) => {

@@ -74,12 +74,6 @@ impl<'a> PassContext<'a> {
         }
     }
 
-    /// Notes that resources were freed during the pass.
-    pub fn resources_freed(&mut self) {
-        self.rerun = true;
-        self.clear_memos();
-    }
-
     /// Forgets what failed: the memos hold while resources only shrink.
     fn clear_memos(&mut self) {
         self.node_memo.clear();

@@ -13,19 +13,13 @@
 //! `PLACEHOLDER_REPLACED` and keeps it (and its resources) until the RM
 //! confirms with a release of the same type; then the real allocation is made
 //! on the placeholder's node and sent. A real ask larger than its placeholder
-//! releases that placeholder at once (`TIMEOUT`).
-//!
-//! The placeholder timer starts with the first placeholder ask (the app's
-//! execution timeout, else 15 minutes). When it fires, a Running application
-//! releases its unused placeholders; any other goes Resuming then Accepted
-//! (Soft style: its real asks are then scheduled normally) or Failing then
-//! Failed (Hard style: everything is released).
+//! releases that placeholder (`TIMEOUT`), which also holds its resources until
+//! the RM confirms. The placeholder timeout is in `placeholder_timeout.rs`.
 
 use std::cmp::Reverse;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use si::event_record::{ChangeDetail, ChangeType, Type as EventType};
 use unisched_si as si;
 
 use super::allocate::PassContext;
@@ -199,7 +193,7 @@ impl Partition {
     }
 
     /// Placeholder allocations of an application not being released, oldest first.
-    fn live_placeholders(&self, app: AppId, group: Option<&str>) -> Vec<AllocId> {
+    pub(super) fn live_placeholders(&self, app: AppId, group: Option<&str>) -> Vec<AllocId> {
         let mut out: Vec<AllocId> = self.apps[app]
             .asks
             .values()
@@ -224,17 +218,15 @@ impl Partition {
         for ph in self.live_placeholders(app, Some(&group)) {
             let res = *self.asks[ask].resource;
             if !res.fits_in(&self.allocs[ph].resource) {
-                self.release_allocation(
+                // As upstream: the placeholder is released (TIMEOUT) and
+                // keeps its resources until the RM confirms; the real ask
+                // waits for that, then is scheduled normally.
+                self.release_with_confirmation(
                     ph,
                     si::TerminationType::Timeout,
                     "real ask larger than its placeholder",
                     ctx.now,
                 );
-                ctx.resources_freed();
-                if !self.gang_waits(app, ask) {
-                    // Nothing left to replace: scheduled normally in the next pass.
-                    return false;
-                }
                 continue;
             }
             let node = self.allocs[ph].node;
@@ -319,6 +311,23 @@ impl Partition {
         a.allocated_total = a.allocated_total.saturating_sub(1);
         self.add_pending_of_ask(ask);
         self.rekey_app(app);
+    }
+
+    /// Releases an allocation the way the core decides releases: marked as
+    /// releasing and reported to the RM with `termination`; it keeps its
+    /// resources until the RM confirms with a release of the same type.
+    pub(super) fn release_with_confirmation(
+        &mut self,
+        id: AllocId,
+        termination: si::TerminationType,
+        message: &str,
+        now: u64,
+    ) {
+        self.allocs[id].releasing = Some(Box::new(PendingRelease {
+            termination,
+            replacement: None,
+        }));
+        self.send_release(id, termination, message, now);
     }
 
     /// Tells the RM the core releases an allocation (it stays until removed).
@@ -444,109 +453,5 @@ impl Partition {
             );
         }
         self.rekey_app(app);
-    }
-
-    /// Fires placeholder timers that are due.
-    pub(super) fn process_gang_timers(&mut self, now: u64) {
-        while let Some(&Reverse((deadline, app))) = self.gang_timers.peek() {
-            if deadline > now {
-                break;
-            }
-            self.gang_timers.pop();
-            let Some(gang) = self.apps.get_mut(app).and_then(|a| a.gang.as_mut()) else {
-                continue;
-            };
-            if gang.deadline != Some(deadline) {
-                continue;
-            }
-            gang.deadline = None;
-            self.placeholder_timeout(app, now);
-        }
-    }
-
-    fn placeholder_timeout(&mut self, app: AppId, now: u64) {
-        let pending_asks: Vec<AskId> = self.apps[app]
-            .asks
-            .values()
-            .copied()
-            .filter(|&a| self.asks[a].placeholder && self.asks[a].pending > 0)
-            .collect();
-        let live = self.live_placeholders(app, None);
-        if live.is_empty() && pending_asks.is_empty() {
-            return;
-        }
-        let state = self.apps[app].state;
-        let has_placeholders = self.apps[app]
-            .asks
-            .values()
-            .any(|&a| self.asks[a].placeholder && !self.asks[a].allocs.is_empty());
-        let hard = self.apps[app].gang.as_ref().is_some_and(|g| g.hard);
-        let started = matches!(state, AppState::Running | AppState::Completing);
-        if started && has_placeholders || !hard && !state.can_move_to(AppState::Resuming) {
-            // The application runs: only its unused placeholders go.
-            self.drop_placeholders(app, &pending_asks, &live, now);
-            self.check_completing(app, now);
-            return;
-        }
-        if !hard {
-            self.set_app_state(app, AppState::Resuming, now, "ResourceReservationTimeout");
-            self.drop_placeholders(app, &pending_asks, &live, now);
-            self.set_app_state(
-                app,
-                AppState::Accepted,
-                now,
-                "placeholders timed out: scheduling normally",
-            );
-            self.check_completing(app, now);
-            return;
-        }
-        self.set_app_state(app, AppState::Failing, now, "ResourceReservationTimeout");
-        for alloc in self.app_allocations(app) {
-            self.release_allocation(
-                alloc,
-                si::TerminationType::Timeout,
-                "placeholder timeout: application failed (hard gang style)",
-                now,
-            );
-        }
-        let asks: Vec<AskId> = self.apps[app].asks.values().copied().collect();
-        for ask in asks {
-            self.ask_timed_out(ask, now);
-        }
-        self.set_app_state(app, AppState::Failed, now, "placeholders timed out");
-        self.drop_app(app, now);
-    }
-
-    fn drop_placeholders(&mut self, app: AppId, asks: &[AskId], live: &[AllocId], now: u64) {
-        for &ask in asks {
-            self.ask_timed_out(ask, now);
-        }
-        for &alloc in live {
-            self.release_allocation(
-                alloc,
-                si::TerminationType::Timeout,
-                "placeholder timed out",
-                now,
-            );
-        }
-        self.rekey_app(app);
-    }
-
-    fn ask_timed_out(&mut self, ask: AskId, now: u64) {
-        if !self.asks.contains(ask) {
-            return;
-        }
-        let a = &self.asks[ask];
-        let (key, app) = (a.key.clone(), self.apps[a.app].id.clone());
-        self.outbox.event(
-            now,
-            EventType::Request,
-            &key,
-            &app,
-            ChangeType::Remove,
-            ChangeDetail::RequestTimeout,
-            "placeholder timeout".to_string(),
-        );
-        self.remove_ask(ask, now);
     }
 }

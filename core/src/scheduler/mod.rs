@@ -39,6 +39,7 @@ pub mod observe;
 pub mod offers;
 mod ops;
 mod partition;
+mod placeholder_timeout;
 mod preempt;
 
 use std::sync::Arc;

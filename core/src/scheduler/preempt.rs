@@ -150,11 +150,7 @@ impl Partition {
             self.asks[ask].key, self.apps[app].id
         );
         for v in victims {
-            self.allocs[v].releasing = Some(Box::new(PendingRelease {
-                termination: si::TerminationType::PreemptedByScheduler,
-                replacement: None,
-            }));
-            self.send_release(
+            self.release_with_confirmation(
                 v,
                 si::TerminationType::PreemptedByScheduler,
                 &message,

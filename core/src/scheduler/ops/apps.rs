@@ -307,6 +307,9 @@ impl Partition {
 
     /// Moves an application that has nothing pending or allocated to Completing.
     pub fn check_completing(&mut self, app: AppId, now: u64) {
+        if self.apps[app].gang.is_some() && self.settle_placeholder_timeout(app, now) {
+            return;
+        }
         let a = &self.apps[app];
         // An application of an offer-based RM lives until the RM removes it.
         if a.pending_order.is_empty()
