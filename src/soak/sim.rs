@@ -79,7 +79,9 @@ struct Intents {
     readded: BTreeSet<String>,
     ask_undo: Vec<((String, String), Option<AskModel>)>,
     ask_rejection: Option<String>,
-    alloc_rejection: Option<String>,
+    /// Key of a release naming an allocation the core does not have: it
+    /// must be ignored, not rejected.
+    unknown_release: Option<String>,
     recovered: BTreeSet<(String, String)>,
     /// Gang applications (new or re-reported) whose placeholders exceed the
     /// max of a queue on their path: the core must refuse them.
@@ -675,7 +677,7 @@ impl Sim {
             }
             Op::ReleaseUnknown { app } => {
                 if let Some(app) = Model::nth(&self.model.apps, app) {
-                    self.intents.alloc_rejection = Some("missing".to_string());
+                    self.intents.unknown_release = Some("missing".to_string());
                     self.release(&app, "missing", "missing-0");
                 }
             }
@@ -1029,11 +1031,6 @@ impl Sim {
         if let Some(key) = intents.ask_rejection {
             out.push(format!("bad ask {key} was not rejected"));
         }
-        if let Some(key) = intents.alloc_rejection {
-            out.push(format!(
-                "release of unknown allocation {key} was not rejected"
-            ));
-        }
         let Some(snap) = self.snapshot() else {
             out.push("partition default is missing".to_string());
             return out;
@@ -1282,8 +1279,11 @@ impl Sim {
         for rej in r.rejected_allocations {
             self.counts.rejections += 1;
             let id = (rej.application_id.clone(), rej.allocation_key.clone());
-            if intents.alloc_rejection.as_deref() == Some(rej.allocation_key.as_str()) {
-                intents.alloc_rejection = None;
+            if intents.unknown_release.as_deref() == Some(rej.allocation_key.as_str()) {
+                out.push(format!(
+                    "release of unknown allocation {} was rejected, not ignored: {}",
+                    rej.allocation_key, rej.reason
+                ));
             } else if intents.refused_gangs.contains(&id.0) {
                 // The allocations of a refused gang application go with it.
                 self.model

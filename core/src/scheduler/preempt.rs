@@ -163,8 +163,9 @@ impl Partition {
 
     /// Whether allocation `v` allows being preempted. Opting out is a strong
     /// suggestion, not a guarantee (the first law): such allocations are
-    /// victims only when nothing else frees enough. A recovered allocation
-    /// without an ask allows it, as the SI default does.
+    /// victims only when nothing else frees enough. Sent without a policy,
+    /// an ask or recovered allocation allows it (upstream's
+    /// `IsAllowPreemptSelf`).
     fn allows_preempt_self(&self, v: AllocId) -> bool {
         let al = &self.allocs[v];
         self.apps[al.app]
@@ -253,7 +254,13 @@ impl Partition {
             .copied()
             .filter(|&v| {
                 let al = &self.allocs[v];
-                if al.app == app || al.releasing.is_some() || al.priority > priority {
+                // Upstream never takes an allocation that requires its node
+                // (a daemon set's): it could run nowhere else.
+                if al.app == app
+                    || al.releasing.is_some()
+                    || al.priority > priority
+                    || al.tags.contains_key(REQUIRED_NODE_TAG)
+                {
                     return false;
                 }
                 let vq = self.apps[al.app].queue;

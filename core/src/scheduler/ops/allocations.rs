@@ -22,36 +22,35 @@ impl Partition {
             });
     }
 
-    /// Releases allocations named by an RM: by id, by key, or all of the application.
+    /// Releases allocations named by an RM: by id, by key, or all of the
+    /// application. A release naming an application or allocation the core
+    /// does not have is ignored, as upstream ignores it: it races with the
+    /// core's own releases (a node removed, an application failed, a
+    /// confirmation sent twice), and an RM that treats a rejected allocation
+    /// as a failed task (upstream's k8shim rejects the task) would fail one
+    /// that is only finishing.
     pub fn release_allocations(&mut self, rel: si::AllocationRelease, now: u64) {
         let (app_id, key) = (rel.application_id.as_str(), rel.allocation_key.as_str());
-        let Some(&app) = self.app_by_id.get(app_id) else {
-            let reason = format!(
-                "cannot release: application {app_id} not found in partition {}",
-                self.name
+        let ignored = |why: &str| {
+            tracing::debug!(
+                application = app_id,
+                allocation_key = key,
+                allocation_id = %rel.allocation_id,
+                "release ignored: {why}"
             );
-            return self.reject_allocation(key, app_id, reason);
+        };
+        let Some(&app) = self.app_by_id.get(app_id) else {
+            return ignored("no such application");
         };
         let targets: Vec<AllocId> = if !rel.allocation_id.is_empty() {
             match self.alloc_by_id.get(rel.allocation_id.as_str()) {
                 Some(&a) if self.allocs[a].app == app => vec![a],
-                _ => {
-                    let reason = format!(
-                        "cannot release allocation {}: not found in application {app_id}",
-                        rel.allocation_id
-                    );
-                    return self.reject_allocation(key, app_id, reason);
-                }
+                _ => return ignored("no such allocation in the application"),
             }
         } else if !key.is_empty() {
             match self.apps[app].asks.get(key).map(|&a| &self.asks[a].allocs) {
                 Some(list) if !list.is_empty() => list.to_vec(),
-                _ => {
-                    let reason = format!(
-                        "cannot release allocation key {key}: no allocation in application {app_id}"
-                    );
-                    return self.reject_allocation(key, app_id, reason);
-                }
+                _ => return ignored("no allocation with this key in the application"),
             }
         } else {
             self.app_allocations(app)
@@ -238,7 +237,9 @@ impl Partition {
             }
             None => {
                 let seq = self.seq();
-                let pref = alloc.preemption_policy.unwrap_or_default();
+                let pref = alloc
+                    .preemption_policy
+                    .unwrap_or(super::asks::NO_PREEMPTION_POLICY);
                 let resource = self.sizes.intern(resource);
                 let ask = self.asks.insert(Ask {
                     key: key.clone(),

@@ -8,6 +8,14 @@ use super::super::command::PreparedAsk;
 use super::super::objects::*;
 use super::super::partition::Partition;
 
+/// What an ask or recovered allocation sent without a preemption policy
+/// allows, as upstream's `IsAllowPreemptSelf` / `IsAllowPreemptOther` read a
+/// missing policy: it may be preempted, and preempts nothing.
+pub(super) const NO_PREEMPTION_POLICY: si::PreemptionPolicy = si::PreemptionPolicy {
+    allow_preempt_self: true,
+    allow_preempt_other: false,
+};
+
 impl Partition {
     pub(super) fn reject_ask(&mut self, key: &str, app: &str, reason: String) {
         self.outbox
@@ -79,12 +87,7 @@ impl Partition {
             None => {
                 let seq = self.seq();
                 let key = ask.key.clone();
-                // Upstream: without a policy an ask may be preempted for its own
-                // app but triggers no preemption.
-                let pref = ask.preemption_policy.unwrap_or(si::PreemptionPolicy {
-                    allow_preempt_self: true,
-                    allow_preempt_other: false,
-                });
+                let pref = ask.preemption_policy.unwrap_or(NO_PREEMPTION_POLICY);
                 let resource = self.sizes.intern(resource);
                 let id = self.asks.insert(Ask {
                     key: key.clone(),
