@@ -261,6 +261,26 @@ impl Checks {
         }
     }
 
+    /// Records one check whose description is built only when it fails: the
+    /// invariants make thousands of checks per soak step, and formatting
+    /// the ones that hold was most of their cost.
+    pub fn check_lazy<S: Into<String>, E: Display, A: Display>(
+        &mut self,
+        ok: bool,
+        describe: impl FnOnce() -> (S, E, A),
+    ) {
+        self.count += 1;
+        if !ok {
+            let (subject, expected, actual) = describe();
+            self.failures.push(Failure {
+                step: self.step.clone(),
+                subject: subject.into(),
+                expected: expected.to_string(),
+                actual: actual.to_string(),
+            });
+        }
+    }
+
     /// Records a check of two equal values.
     pub fn eq<T: PartialEq + Display>(
         &mut self,

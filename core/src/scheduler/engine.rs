@@ -402,6 +402,7 @@ impl Engine {
             .map_err(|reason| SchedulerError::InvalidConfiguration { reason })?;
         p.completing_timeout = nanos(self.options.completing_timeout);
         p.queue_cleanup_interval = nanos(self.options.queue_cleanup_interval).max(1);
+        p.completed_apps_kept = self.options.completed_apps_kept;
         Ok(p)
     }
 

@@ -86,6 +86,9 @@ pub struct SchedulerOptions {
     /// How often a partition removes its empty draining queues and empty
     /// dynamic queues (upstream's partition manager: every 10 s).
     pub queue_cleanup_interval: Duration,
+    /// How many finished applications a partition keeps for readers
+    /// (snapshots, REST), newest last.
+    pub completed_apps_kept: usize,
 }
 
 /// Default of [`SchedulerOptions::queue_cleanup_interval`].
@@ -104,6 +107,7 @@ impl Default for SchedulerOptions {
             reservation_timeout: DEFAULT_RESERVATION_TIMEOUT,
             max_allocations_per_pass: 512,
             queue_cleanup_interval: DEFAULT_QUEUE_CLEANUP_INTERVAL,
+            completed_apps_kept: 10_000,
         }
     }
 }
@@ -117,6 +121,7 @@ impl std::fmt::Debug for SchedulerOptions {
             .field("reservation_timeout", &self.reservation_timeout)
             .field("max_allocations_per_pass", &self.max_allocations_per_pass)
             .field("queue_cleanup_interval", &self.queue_cleanup_interval)
+            .field("completed_apps_kept", &self.completed_apps_kept)
             .finish_non_exhaustive()
     }
 }

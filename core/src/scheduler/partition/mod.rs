@@ -30,9 +30,6 @@ pub use outbox::{AllocationBatch, Outbox, Placed};
 /// Index of the root queue.
 pub const ROOT: QueueId = 0;
 
-/// How many completed applications a partition remembers for readers.
-const COMPLETED_APPS_KEPT: usize = 10_000;
-
 /// A finished application kept for readers after it left its queue.
 #[derive(Debug, Clone)]
 pub struct CompletedApp {
@@ -67,6 +64,8 @@ pub struct Partition {
     pub app_by_id: FastMap<Arc<str>, AppId>,
     /// Applications that left their queue, newest last.
     pub completed_apps: VecDeque<CompletedApp>,
+    /// How many of them are kept.
+    pub completed_apps_kept: usize,
     /// Asks.
     pub asks: Slab<Ask>,
     /// The distinct ask sizes the asks point at.
@@ -171,6 +170,7 @@ impl Partition {
             apps: Slab::new(),
             app_by_id: FastMap::default(),
             completed_apps: VecDeque::new(),
+            completed_apps_kept: 10_000,
             asks: Slab::new(),
             sizes: Sizes::default(),
             allocs: Slab::new(),

@@ -144,7 +144,7 @@ impl Partition {
             state: app.state,
             submission_time: app.submission_time,
         });
-        while self.completed_apps.len() > COMPLETED_APPS_KEPT {
+        while self.completed_apps.len() > self.completed_apps_kept {
             self.completed_apps.pop_front();
         }
     }
