@@ -128,21 +128,30 @@ impl Partition {
         Ok(Some(Box::new(Gang::new(hard, timeout_ms, ask))))
     }
 
-    /// Counts a new placeholder ask in its task group and starts the
-    /// placeholder timer if it is not running.
-    pub(super) fn gang_placeholder_asked(&mut self, app: AppId, ask: AskId, now: u64) {
-        let (group, wanted) = (
-            self.asks[ask].task_group().to_string(),
-            self.asks[ask].pending,
-        );
-        self.count_placeholders(app, group, wanted, now);
-    }
-
-    /// Counts a placeholder the RM recovered (one already running) in its
-    /// task group, as upstream counts a recovered placeholder ask: a real
-    /// ask of the group then replaces it.
-    pub(super) fn gang_placeholder_recovered(&mut self, app: AppId, group: &str, now: u64) {
-        self.count_placeholders(app, group.to_string(), 1, now);
+    /// Keeps a placeholder ask's task group count equal to what the ask
+    /// stands for: the placeholders it made (or the RM recovered for its
+    /// key) plus those it still wants. Called whenever the RM sends the ask
+    /// or recovers one of its allocations, in whatever order: a count kept
+    /// per ask makes each placeholder count once (a recovered placeholder
+    /// counts as one asked for, as upstream counts a recovered placeholder
+    /// ask, so a real ask of its group replaces it). Starts the placeholder
+    /// timer if it is not running.
+    pub(super) fn sync_placeholder_count(&mut self, ask: AskId, now: u64) {
+        let a = &mut self.asks[ask];
+        let (app, group) = (a.app, a.task_group().to_string());
+        let stands_for = a.allocated_total.saturating_add(a.pending);
+        let extra = a.extra.get_or_insert_with(Box::default);
+        let counted = std::mem::replace(&mut extra.placeholders_counted, stands_for);
+        if stands_for > counted {
+            self.count_placeholders(app, group, stands_for - counted, now);
+        } else if let Some(c) = self.apps[app]
+            .gang
+            .as_mut()
+            .and_then(|g| g.groups.get_mut(&group))
+        {
+            // The RM lowered what the ask wants.
+            c.count = c.count.saturating_sub(counted - stands_for);
+        }
     }
 
     fn count_placeholders(&mut self, app: AppId, group: String, wanted: u32, now: u64) {
@@ -410,6 +419,11 @@ impl Partition {
             .and_then(|g| g.groups.get_mut(a.task_group()))
         {
             c.gone = c.gone.saturating_add(pending);
+        }
+        // What the ask still stands for: its allocations (sent again, it
+        // counts what it then wants on top).
+        if let Some(extra) = self.asks[ask].extra.as_mut() {
+            extra.placeholders_counted = extra.placeholders_counted.saturating_sub(pending);
         }
     }
 

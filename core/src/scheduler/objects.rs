@@ -430,6 +430,8 @@ pub struct AskExtra {
     pub task_group: String,
     /// Clock time of the last preemption attempt for the ask (0 = none).
     pub preempt_checked_at: u64,
+    /// A placeholder ask: how many placeholders its task group counts for it.
+    pub placeholders_counted: u32,
 }
 
 impl AskExtra {
@@ -441,6 +443,7 @@ impl AskExtra {
                 tags,
                 task_group,
                 preempt_checked_at: 0,
+                placeholders_counted: 0,
             })
         })
     }

@@ -289,10 +289,10 @@ impl Partition {
             originator: alloc.originator,
             tags: alloc.allocation_tags.into_iter().collect(),
         };
-        let (placeholder, group) = (meta.placeholder, meta.task_group.clone());
+        let placeholder = meta.placeholder;
         self.insert_allocation(app, ask, node, id, size, meta, now);
-        if placeholder {
-            self.gang_placeholder_recovered(app, &group, now);
+        if self.asks[ask].placeholder {
+            self.sync_placeholder_count(ask, now);
         }
         self.progress_on_allocation(app, placeholder, now, "allocation recovered");
         self.rekey_app(app);

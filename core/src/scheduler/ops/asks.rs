@@ -114,8 +114,8 @@ impl Partition {
             }
         };
         self.add_pending_of_ask(id);
-        if existing.is_none() && self.asks[id].placeholder {
-            self.gang_placeholder_asked(app, id, now);
+        if self.asks[id].placeholder {
+            self.sync_placeholder_count(id, now);
         }
         match self.apps[app].state {
             AppState::New => self.set_app_state(app, AppState::Accepted, now, "first ask"),
