@@ -207,7 +207,7 @@ impl Partition {
     /// True when `res` more fits under the max of the leaf and every ancestor.
     #[inline]
     pub fn fits_headroom(&self, leaf: QueueId, res: &Resource) -> bool {
-        self.fits_headroom_up_to(leaf, res, None)
+        self.fits_headroom_up_to(leaf, res, QueueId::MAX)
     }
 
     /// True when `res` more fits under the max of the leaf and every ancestor
@@ -215,19 +215,23 @@ impl Partition {
     /// waits for the cluster to grow (the root's max is the cluster's size,
     /// which upstream leaves out of the headroom for its autoscaler signal).
     pub fn fits_headroom_below_root(&self, leaf: QueueId, res: &Resource) -> bool {
-        self.fits_headroom_up_to(leaf, res, Some(ROOT))
+        self.fits_headroom_up_to(leaf, res, ROOT)
     }
 
+    /// The headroom check of the queues from `leaf` up to, not including,
+    /// `stop` (`QueueId::MAX`: all of them).
     #[inline]
-    fn fits_headroom_up_to(&self, leaf: QueueId, res: &Resource, stop: Option<QueueId>) -> bool {
+    fn fits_headroom_up_to(&self, leaf: QueueId, res: &Resource, stop: QueueId) -> bool {
         let mut q = Some(leaf);
-        while let Some(id) = q.filter(|&id| Some(id) != stop) {
+        while let Some(id) = q {
+            if id == stop {
+                break;
+            }
             let queue = &self.queues[id];
             if queue.has_max
                 && !queue
                     .allocated
-                    .plus(res)
-                    .fits_in_lanes(&queue.max, self.lanes)
+                    .plus_fits_in_lanes(res, &queue.max, self.lanes)
             {
                 return false;
             }
