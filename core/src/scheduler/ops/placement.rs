@@ -131,14 +131,12 @@ impl Partition {
         q.guaranteed = guaranteed;
         let path = q.path.clone();
         for (_, detail) in changed.into_iter().filter(|(c, _)| *c) {
-            self.outbox.event(
+            self.outbox.queue_event(
                 now,
-                si::event_record::Type::Queue,
                 &path,
-                "",
                 si::event_record::ChangeType::Set,
                 detail,
-                "set from the application's namespace tags".to_string(),
+                "set from the application's namespace tags",
             );
         }
         self.rekey_queue_chain(queue);
@@ -149,14 +147,12 @@ impl Partition {
     fn queue_created_dynamically(&mut self, q: QueueId) {
         self.cleanup_wanted = true;
         let path = self.queues[q].path.clone();
-        self.outbox.event(
+        self.outbox.queue_event(
             self.now,
-            si::event_record::Type::Queue,
             &path,
-            "",
             si::event_record::ChangeType::Add,
             si::event_record::ChangeDetail::QueueDynamic,
-            "queue created by placement".to_string(),
+            "queue created by placement",
         );
     }
 

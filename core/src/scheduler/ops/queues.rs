@@ -4,7 +4,7 @@
 //! `cleanRoot`, every 10 s). A round walks the tree bottom up, so a parent
 //! whose last children go in it goes in the same round.
 
-use si::event_record::{ChangeDetail, ChangeType, Type as EventType};
+use si::event_record::{ChangeDetail, ChangeType};
 use unisched_si as si;
 
 use super::super::objects::*;
@@ -77,14 +77,7 @@ impl Partition {
         } else {
             (ChangeDetail::DetailsNone, "empty draining queue removed")
         };
-        self.outbox.event(
-            now,
-            EventType::Queue,
-            &path,
-            "",
-            ChangeType::Remove,
-            detail,
-            message.to_string(),
-        );
+        self.outbox
+            .queue_event(now, &path, ChangeType::Remove, detail, message);
     }
 }

@@ -42,14 +42,12 @@ impl Partition {
                         .as_deref()
                         .and_then(|p| self.queue_by_path.get(p).copied());
                     let id = self.create_queue(&planned.path, parent, planned.is_parent);
-                    self.outbox.event(
+                    self.outbox.queue_event(
                         now,
-                        si::event_record::Type::Queue,
                         &planned.path,
-                        "",
                         si::event_record::ChangeType::Add,
                         si::event_record::ChangeDetail::QueueConfig,
-                        "queue created from configuration".to_string(),
+                        "queue created from configuration",
                     );
                     id
                 }
@@ -81,14 +79,12 @@ impl Partition {
                 let path = q.path.clone();
                 self.queues[id].state = QueueState::Draining;
                 self.cleanup_wanted = true;
-                self.outbox.event(
+                self.outbox.queue_event(
                     now,
-                    si::event_record::Type::Queue,
                     &path,
-                    "",
                     si::event_record::ChangeType::Set,
                     si::event_record::ChangeDetail::QueueConfig,
-                    "queue removed from configuration: draining".to_string(),
+                    "queue removed from configuration: draining",
                 );
             }
         }

@@ -121,6 +121,19 @@ impl Outbox {
         !(self.node.accepted.is_empty() && self.node.rejected.is_empty())
     }
 
+    /// Records an event about a queue itself (no reference).
+    pub fn queue_event(
+        &mut self,
+        now: u64,
+        path: &str,
+        change: si::event_record::ChangeType,
+        detail: si::event_record::ChangeDetail,
+        message: &str,
+    ) {
+        let kind = si::event_record::Type::Queue;
+        self.event(now, kind, path, "", change, detail, message.to_string());
+    }
+
     /// Records an event.
     #[allow(clippy::too_many_arguments)] // one argument per field of the record
     pub fn event(

@@ -266,14 +266,12 @@ impl Partition {
         root.max = max;
         root.has_max = max != Resource::UNLIMITED;
         let path = root.path.clone();
-        self.outbox.event(
+        self.outbox.queue_event(
             now,
-            si::event_record::Type::Queue,
             &path,
-            "",
             si::event_record::ChangeType::Set,
             si::event_record::ChangeDetail::QueueMax,
-            "maximum set to the partition's total node capacity".to_string(),
+            "maximum set to the partition's total node capacity",
         );
     }
 
