@@ -163,8 +163,12 @@ impl Master {
         }
     }
 
-    /// Moves the clock and lets the core and master see it.
+    /// Moves the clock and lets the core and master see it. What was sent
+    /// before is applied first, at the time it was sent: a decline's filter
+    /// applied after the move would start late (and outlast the test's
+    /// count of allocation runs on a loaded machine).
     pub async fn advance(&self, d: Duration) {
+        tokio::task::block_in_place(|| self.scheduler.settle());
         self.clock.advance(d);
         self.scheduler.wake();
         // The master looks at a virtual clock every 10 ms.
