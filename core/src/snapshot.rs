@@ -85,8 +85,11 @@ pub struct ApplicationSnapshot {
     pub limit_group: Option<String>,
     /// State name: New, Accepted, Running, Completing, Completed, Rejected, ...
     pub state: String,
-    /// Resources allocated to the application.
+    /// Resources allocated to the application's real allocations.
     pub allocated: ResourceMap,
+    /// Resources held by the application's placeholders (not in
+    /// `allocated`; its queue and nodes count both, as upstream).
+    pub placeholder: ResourceMap,
     /// Resources asked for and not yet allocated.
     pub pending: ResourceMap,
     /// Pending asks (an ask counts once however many allocations it still wants).

@@ -37,10 +37,13 @@
 //! least one pass has run since it was set; REVIVE clears them
 //! ([`OfferChange::ClearFilters`]).
 //!
-//! A node may be kept for one queue subtree ([`OfferChange::Restrict`]): only
-//! applications of that queue or below it are offered it. This is how Mesos
-//! reservations map: an agent's resources reserved to a role stand on a node
-//! of their own, offered only to that role and its children.
+//! A node may have terms of its own ([`OfferChange::NodeTerms`]): kept for one
+//! queue subtree (only applications of that queue or below it are offered
+//! it), and offered whatever its remainder (no minimum). This is how Mesos
+//! reservations and resource providers map: an agent's resources reserved to
+//! a role, or held by a provider, stand on nodes of their own, offered only
+//! to that role and its children; such a node is one part of an agent, so the
+//! minimum (which Mesos checks on the agent as a whole) does not apply to it.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -107,14 +110,18 @@ pub enum OfferChange {
     },
     /// Makes the next pass an allocation run (offers are made only then).
     Allocate,
-    /// Offers `node_id` only to applications of the queue `queue` or of a
-    /// queue below it; `None` lifts the restriction. It lasts as long as the
-    /// node; a node the partition does not have is refused with a reason.
-    Restrict {
+    /// How `node_id` is offered: only to applications of the queue `queue`
+    /// or of a queue below it (`None`: to anyone), and with `any_remainder`
+    /// whatever its remainder (the minimum does not apply). The terms last
+    /// as long as the node; a node the partition does not have is refused
+    /// with a reason.
+    NodeTerms {
         /// Node id.
         node_id: String,
         /// Full queue path (`root.a`).
         queue: Option<String>,
+        /// Offer any remainder that is not nothing.
+        any_remainder: bool,
     },
 }
 
@@ -137,9 +144,10 @@ pub(super) enum PreparedChange {
         app: String,
     },
     Allocate,
-    Restrict {
+    NodeTerms {
         node: String,
         queue: Option<String>,
+        any_remainder: bool,
     },
 }
 
@@ -185,9 +193,14 @@ pub(super) fn prepare(names: &ResourceNames, request: OfferRequest) -> PreparedO
                 app: application_id,
             },
             OfferChange::Allocate => PreparedChange::Allocate,
-            OfferChange::Restrict { node_id, queue } => PreparedChange::Restrict {
+            OfferChange::NodeTerms {
+                node_id,
+                queue,
+                any_remainder,
+            } => PreparedChange::NodeTerms {
                 node: node_id,
                 queue,
+                any_remainder,
             },
         })
         .collect();
@@ -210,11 +223,30 @@ pub struct OfferPolicy {
     pub run_due: bool,
     /// Filter deadlines: (time, application, node).
     timers: BinaryHeap<Reverse<(u64, AppId, NodeId)>>,
-    /// Nodes kept for a queue subtree, by the subtree's path.
-    restricted: FastMap<NodeId, Arc<str>>,
+    /// Nodes with terms of their own.
+    terms: FastMap<NodeId, NodeTerms>,
+}
+
+/// How one node is offered (see [`OfferChange::NodeTerms`]).
+#[derive(Debug, Clone, Default)]
+struct NodeTerms {
+    /// Kept for this queue subtree.
+    subtree: Option<Arc<str>>,
+    /// Offered whatever its remainder.
+    any_remainder: bool,
 }
 
 impl OfferPolicy {
+    /// True when `available` (a remainder) of `node` may be offered: it holds
+    /// one of the minimum quantities, or anything at all where the node's
+    /// terms say so.
+    pub fn allows_node(&self, node: NodeId, available: &Resource, lanes: Lanes) -> bool {
+        if !self.terms.is_empty() && self.terms.get(&node).is_some_and(|t| t.any_remainder) {
+            return available.0[..lanes.get()].iter().any(|&v| v > 0);
+        }
+        self.allows(available, lanes)
+    }
+
     /// True when `available` (a remainder) may be offered.
     pub fn allows(&self, available: &Resource, lanes: Lanes) -> bool {
         if self.min_allocatable.is_empty() {
@@ -291,7 +323,11 @@ impl Partition {
                         policy.run_due = true;
                     }
                 }
-                PreparedChange::Restrict { node, queue } => self.restrict(&node, queue),
+                PreparedChange::NodeTerms {
+                    node,
+                    queue,
+                    any_remainder,
+                } => self.set_node_terms(&node, queue, any_remainder),
             }
         }
     }
@@ -388,12 +424,12 @@ impl Partition {
         }
     }
 
-    fn restrict(&mut self, node_id: &str, queue: Option<String>) {
+    fn set_node_terms(&mut self, node_id: &str, queue: Option<String>, any_remainder: bool) {
         let Some(&node) = self.node_by_id.get(node_id) else {
             return self.reject_offer_change(
                 "",
                 format!(
-                    "offer restriction: node {node_id} not found in partition {}",
+                    "offer terms: node {node_id} not found in partition {}",
                     self.name
                 ),
             );
@@ -402,26 +438,29 @@ impl Partition {
             return self.reject_offer_change(
                 "",
                 format!(
-                    "node {node_id}: partition {} takes no offer restriction before an offer policy",
+                    "node {node_id}: partition {} takes no offer terms before an offer policy",
                     self.name
                 ),
             );
         };
-        match queue {
-            Some(q) => {
-                policy.restricted.insert(node, Arc::from(q.as_str()));
-            }
-            None => {
-                policy.restricted.remove(&node);
-            }
+        let terms = NodeTerms {
+            subtree: queue.map(|q| Arc::from(q.as_str())),
+            any_remainder,
+        };
+        if terms.subtree.is_none() && !terms.any_remainder {
+            policy.terms.remove(&node);
+        } else {
+            policy.terms.insert(node, terms);
         }
-        // A node that was kept from everyone else may be offered again.
+        // A node that was kept from everyone else (or judged too small) may
+        // be offered now.
         self.floor_lowered = true;
+        self.rekey_node(node);
     }
 
     /// True when the node may be offered to applications of `queue`.
     fn offerable_to(&self, policy: &OfferPolicy, node: NodeId, queue: QueueId) -> bool {
-        let Some(subtree) = policy.restricted.get(&node) else {
+        let Some(subtree) = policy.terms.get(&node).and_then(|t| t.subtree.as_ref()) else {
             return true;
         };
         let mut q = Some(queue);
@@ -467,7 +506,7 @@ impl Partition {
         let Some(policy) = self.offers.as_deref_mut() else {
             return;
         };
-        policy.restricted.remove(&node);
+        policy.terms.remove(&node);
         for (_, a) in self.apps.iter_mut() {
             if let Some(o) = a.offers.as_deref_mut() {
                 o.filters.remove(&node);
@@ -537,7 +576,7 @@ impl Partition {
         let (now, pass) = (ctx.now, self.pass);
         let lease_ask = self.apps[app].asks.get(&self.apps[app].id).copied();
         let app_queue = self.apps[app].queue;
-        let restricted = !policy.restricted.is_empty();
+        let restricted = !policy.terms.is_empty();
         let Some(offers) = self.apps[app].offers.as_deref() else {
             return false;
         };
@@ -547,8 +586,8 @@ impl Partition {
             let n = k.node();
             let node = &self.nodes[n];
             let available = node.res.available();
-            if !policy.allows(&available, lanes) {
-                if self.node_exhausted(&node.res) {
+            if !policy.allows_node(n, &available, lanes) {
+                if self.node_exhausted(n) {
                     exhausted.push(n);
                 }
                 return false;
@@ -557,7 +596,7 @@ impl Partition {
                 return false;
             }
             let offer = available.min(&headroom);
-            if !policy.allows(&offer, lanes)
+            if !policy.allows_node(n, &offer, lanes)
                 || offers
                     .filters
                     .get(&n)
@@ -645,7 +684,8 @@ impl Partition {
     /// True when nothing pending could use the node's remainder: no pending
     /// ask fits in it and (where applications want offers) it is too small to
     /// offer. With nothing pending at all, no node is exhausted.
-    pub(super) fn node_exhausted(&self, res: &NodeResources) -> bool {
+    pub(super) fn node_exhausted(&self, node: NodeId) -> bool {
+        let res = &self.nodes[node].res;
         let offers = self.offers_wanted();
         match &self.pending_floor {
             None if !offers => false,
@@ -655,7 +695,7 @@ impl Partition {
                         || self
                             .offers
                             .as_deref()
-                            .is_none_or(|p| !p.allows(&res.available(), self.lanes)))
+                            .is_none_or(|p| !p.allows_node(node, &res.available(), self.lanes)))
             }
         }
     }

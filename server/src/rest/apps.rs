@@ -181,6 +181,10 @@ pub struct ApplicationInfo {
     application_id: String,
     #[serde(skip_serializing_if = "ResourceMap::is_empty")]
     used_resource: ResourceMap,
+    /// Held by placeholders, apart from `usedResource` (upstream's
+    /// allocatedPlaceholder).
+    #[serde(skip_serializing_if = "ResourceMap::is_empty")]
+    placeholder_resource: ResourceMap,
     #[serde(skip_serializing_if = "ResourceMap::is_empty")]
     pending_resource: ResourceMap,
     partition: String,
@@ -242,6 +246,7 @@ pub fn application(snap: &PartitionSnapshot, a: &ApplicationSnapshot) -> Applica
     ApplicationInfo {
         application_id: a.id.clone(),
         used_resource: a.allocated.clone(),
+        placeholder_resource: a.placeholder.clone(),
         pending_resource: a.pending.clone(),
         partition: snap.name.clone(),
         queue_name: a.queue.clone(),
