@@ -121,12 +121,18 @@ fn sync_fires_due_timers_before_it_answers() {
     let (_stream, mut rx) = w.subscribe();
     w.quiesce();
     let first = drain(&mut rx);
-    assert_eq!(first.iter().map(kind).collect::<Vec<_>>(), [event::Type::Subscribed]);
+    assert_eq!(
+        first.iter().map(kind).collect::<Vec<_>>(),
+        [event::Type::Subscribed]
+    );
     w.clock.advance(Duration::from_secs(15));
     // No sleep: the heartbeat timer is due, so the barrier fires it.
     w.sync();
     let next = drain(&mut rx);
-    assert_eq!(next.iter().map(kind).collect::<Vec<_>>(), [event::Type::Heartbeat]);
+    assert_eq!(
+        next.iter().map(kind).collect::<Vec<_>>(),
+        [event::Type::Heartbeat]
+    );
 }
 
 #[test]

@@ -74,6 +74,10 @@ use crate::resources::Resources;
 use crate::v1;
 use crate::v1::scheduler::{Call, Event};
 
+/// The checks of a resource provider call before it reaches the master (as
+/// the HTTP route makes them; public for the fuzz target that drives the
+/// master in process).
+pub use providers::validate_call as validate_provider_call;
 pub use state::Timer;
 
 /// Settings of the master.

@@ -65,7 +65,10 @@ pub struct Inbox(Mutex<Vec<Command>>);
 
 impl Inbox {
     fn push(&self, c: Command) {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner).push(c);
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(c);
     }
 
     /// Everything asked so far, oldest first.
@@ -204,7 +207,12 @@ impl Plan {
         };
         let f: Vec<bool> = flags.chars().map(|c| c == '1').collect();
         if f.len() == 4 {
-            (plan.starting, plan.fail_at_start, plan.fails, plan.slow_kill) = (f[0], f[1], f[2], f[3]);
+            (
+                plan.starting,
+                plan.fail_at_start,
+                plan.fails,
+                plan.slow_kill,
+            ) = (f[0], f[1], f[2], f[3]);
         }
         plan.runs = runs.parse::<u32>().ok();
         plan
@@ -278,9 +286,9 @@ pub struct Agents {
 }
 
 fn has_killing_state(f: &v1::FrameworkInfo) -> bool {
-    f.capabilities.iter().any(|c| {
-        c.r#type() == v1::framework_info::capability::Type::TaskKillingState
-    })
+    f.capabilities
+        .iter()
+        .any(|c| c.r#type() == v1::framework_info::capability::Type::TaskKillingState)
 }
 
 impl Agents {
@@ -364,7 +372,10 @@ impl Agents {
             key,
             AgentTask {
                 plan,
-                executor: launch.executor.as_ref().map(|e| e.executor_id.value.clone()),
+                executor: launch
+                    .executor
+                    .as_ref()
+                    .map(|e| e.executor_id.value.clone()),
                 killing_state: has_killing_state(&launch.framework),
                 ends_at: plan.runs.map(|s| now + u64::from(s)),
                 killed_at: None,
@@ -372,7 +383,14 @@ impl Agents {
         );
     }
 
-    fn kill(&mut self, agent: &str, framework: &str, task: &str, now: u64, out: &mut Vec<Emission>) {
+    fn kill(
+        &mut self,
+        agent: &str,
+        framework: &str,
+        task: &str,
+        now: u64,
+        out: &mut Vec<Emission>,
+    ) {
         let key = (framework.to_string(), task.to_string());
         let Some(t) = self.live.get_mut(agent).and_then(|a| a.tasks.get_mut(&key)) else {
             return;

@@ -96,7 +96,9 @@ impl MesosSim {
             if f.conn == Conn::Subscribing {
                 v.push(format!("{}: no SUBSCRIBED after SUBSCRIBE", f.who()));
             }
-            if f.connected() && now.saturating_sub(f.last_heartbeat) >= HEARTBEAT_SECS * 1_000_000_000 {
+            if f.connected()
+                && now.saturating_sub(f.last_heartbeat) >= HEARTBEAT_SECS * 1_000_000_000
+            {
                 v.push(format!(
                     "{}: no HEARTBEAT for {} s",
                     f.who(),
@@ -258,13 +260,7 @@ impl MesosSim {
                     .collect()
             })
             .unwrap_or_default();
-        let expected: BTreeSet<String> = self
-            .agents
-            .live
-            .keys()
-            .cloned()
-            .chain(self.providers.external_agents())
-            .collect();
+        let expected: BTreeSet<String> = self.agents.live.keys().cloned().collect();
         let listed: BTreeSet<String> = slaves.keys().cloned().collect();
         if listed != expected {
             v.push(format!(
@@ -281,10 +277,11 @@ impl MesosSim {
                     &core_scalars(&o.resources),
                 );
                 for r in o.resources.ranges("ports") {
-                    ports
-                        .entry(o.agent.clone())
-                        .or_default()
-                        .push((r.begin, r.end, format!("offer {id}")));
+                    ports.entry(o.agent.clone()).or_default().push((
+                        r.begin,
+                        r.end,
+                        format!("offer {id}"),
+                    ));
                 }
             }
             if !matches!(f.conn, Conn::Connected { .. } | Conn::Disconnected { .. }) {
@@ -296,17 +293,22 @@ impl MesosSim {
                     &core_scalars(&t.resources),
                 );
                 for r in t.resources.ranges("ports") {
-                    ports
-                        .entry(t.agent.clone())
-                        .or_default()
-                        .push((r.begin, r.end, format!("task {id}")));
+                    ports.entry(t.agent.clone()).or_default().push((
+                        r.begin,
+                        r.end,
+                        format!("task {id}"),
+                    ));
                 }
             }
         }
         let mut core_alloc: BTreeMap<String, BTreeMap<String, i64>> = BTreeMap::new();
         let mut core_cap: BTreeMap<String, BTreeMap<String, i64>> = BTreeMap::new();
         for n in &snap.nodes {
-            let agent = n.attributes.get(AGENT_ATTRIBUTE).cloned().unwrap_or_default();
+            let agent = n
+                .attributes
+                .get(AGENT_ATTRIBUTE)
+                .cloned()
+                .unwrap_or_default();
             add(core_alloc.entry(agent.clone()).or_default(), &n.allocated);
             add(core_cap.entry(agent).or_default(), &n.capacity);
         }
@@ -357,11 +359,15 @@ impl MesosSim {
             }
         }
         for (agent, _) in ports {
-            v.push(format!("frameworks hold ports on agent {agent} the master does not have"));
+            v.push(format!(
+                "frameworks hold ports on agent {agent} the master does not have"
+            ));
         }
         for a in core_alloc.keys() {
             if !slaves.contains_key(a) {
-                v.push(format!("the core has nodes of agent {a:?} the master does not"));
+                v.push(format!(
+                    "the core has nodes of agent {a:?} the master does not"
+                ));
             }
         }
     }

@@ -75,8 +75,9 @@ pub fn mix(seed: u64, words: &[u64]) -> u64 {
 
 /// A hash of bytes.
 pub fn hash_bytes(b: &[u8]) -> u64 {
-    b.iter()
-        .fold(0xcbf2_9ce4_8422_2325, |h, x| (h ^ u64::from(*x)).wrapping_mul(0x0100_0000_01b3))
+    b.iter().fold(0xcbf2_9ce4_8422_2325, |h, x| {
+        (h ^ u64::from(*x)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 impl FwSpec {
@@ -106,6 +107,7 @@ impl FwSpec {
     }
 
     /// Its FrameworkInfo (with `id` once it has one).
+    #[allow(deprecated)] // A single-role framework names its role in `role`.
     pub fn info(&self, id: Option<&str>) -> v1::FrameworkInfo {
         use v1::framework_info::capability::Type as Cap;
         let mut caps = Vec::new();
@@ -538,10 +540,14 @@ impl Fw {
             ));
         }
         if !self.spec.roles.contains(&role) {
-            v.push(format!("{who}: offer {id} for role '{role}' it does not have"));
+            v.push(format!(
+                "{who}: offer {id} for role '{role}' it does not have"
+            ));
         }
         if self.suppressed.contains(&role) {
-            v.push(format!("{who}: offer {id} for its suppressed role '{role}'"));
+            v.push(format!(
+                "{who}: offer {id} for its suppressed role '{role}'"
+            ));
         }
         if !cx.agents.contains(&offer.agent_id.value) {
             v.push(format!(
@@ -582,7 +588,8 @@ impl Fw {
         let task_id = status.task_id.value.clone();
         let state = status.state();
         let Some(uuid) = status.uuid.clone() else {
-            self.plain_got.push((task_id, state, status.reason.map(|_| status.reason())));
+            self.plain_got
+                .push((task_id, state, status.reason.map(|_| status.reason())));
             return;
         };
         self.updates_seen += 1;
@@ -691,13 +698,11 @@ impl Fw {
             }
         };
         match due {
-            Some(due) if !self.acks.iter().any(|a| a.uuid == uuid) => {
-                self.acks.push(PendingAck {
-                    due,
-                    task: task.to_string(),
-                    uuid,
-                })
-            }
+            Some(due) if !self.acks.iter().any(|a| a.uuid == uuid) => self.acks.push(PendingAck {
+                due,
+                task: task.to_string(),
+                uuid,
+            }),
             Some(_) => {}
             None => self.acks_lost += 1,
         }

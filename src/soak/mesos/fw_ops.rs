@@ -19,9 +19,7 @@ use unisched_mesos::v1::task_status::Reason;
 
 use super::STREAM_CAPACITY;
 use super::agents::{PLAN_LABEL, Plan};
-use super::frameworks::{
-    Conn, Filter, Fw, FwTask, by_pool, core_scalars, filters_of, refuse_secs,
-};
+use super::frameworks::{Conn, Filter, Fw, FwTask, by_pool, core_scalars, filters_of, refuse_secs};
 use super::ops::{AcceptKind, Refuse};
 use super::sim::MesosSim;
 
@@ -104,7 +102,12 @@ fn launch_op(tasks: Vec<v1::TaskInfo>) -> v1::offer::Operation {
 }
 
 impl MesosSim {
-    fn expect_accepted(&self, i: usize, what: &str, r: Result<CallOutcome, CallError>) -> Vec<String> {
+    fn expect_accepted(
+        &self,
+        i: usize,
+        what: &str,
+        r: Result<CallOutcome, CallError>,
+    ) -> Vec<String> {
         match r {
             Ok(_) => Vec::new(),
             Err(e) => vec![format!("{}: {what} refused: {e}", self.fws[i].who())],
@@ -123,7 +126,13 @@ impl MesosSim {
             Conn::Removed => {
                 let id = self.fws[i].id.clone();
                 if let Some(id) = id.filter(|id| {
-                    old_id && self.removed.iter().rev().take(REMOVED_KEPT).any(|r| r == id)
+                    old_id
+                        && self
+                            .removed
+                            .iter()
+                            .rev()
+                            .take(REMOVED_KEPT)
+                            .any(|r| r == id)
                 }) {
                     return self.subscribe_removed(i, &id);
                 }
@@ -139,6 +148,7 @@ impl MesosSim {
             call::Subscribe {
                 framework_info: info,
                 suppressed_roles: suppressed.clone(),
+                offer_constraints: None,
             },
             STREAM_CAPACITY,
         );
@@ -229,7 +239,14 @@ impl MesosSim {
 
     /// Filters what `resources` (of an offer to `role` on `agent`) hold, as
     /// a decline with `refuse` does.
-    fn set_filters(&mut self, i: usize, role: &str, agent: &str, resources: &Resources, refuse: Refuse) {
+    fn set_filters(
+        &mut self,
+        i: usize,
+        role: &str,
+        agent: &str,
+        resources: &Resources,
+        refuse: Refuse,
+    ) {
         let Some(secs) = refuse_secs(refuse) else {
             return;
         };
@@ -277,7 +294,10 @@ impl MesosSim {
         };
         let mut c = call_of(f, call::Type::Decline);
         c.decline = Some(call::Decline {
-            offer_ids: ids.iter().map(|v| v1::OfferId { value: v.clone() }).collect(),
+            offer_ids: ids
+                .iter()
+                .map(|v| v1::OfferId { value: v.clone() })
+                .collect(),
             filters: filters_of(refuse),
         });
         let r = self.send_call(i, c);
@@ -309,9 +329,6 @@ impl MesosSim {
         if !f.connected() || f.offers.is_empty() || f.live_tasks().count() >= MAX_TASKS {
             return Vec::new();
         }
-        if matches!(kind, AcceptKind::CreateDisk | AcceptKind::ProviderTask) {
-            return self.accept_provider(i, pick, kind, plan, refuse);
-        }
         let ids: Vec<&String> = f.offers.keys().collect();
         let first = ids[pick as usize % ids.len()].clone();
         let o = f.offers[&first].clone();
@@ -327,7 +344,10 @@ impl MesosSim {
         let mut invalid = true;
         let offer_ids: Vec<String> = match kind {
             AcceptKind::Reused if !f.used_offers.is_empty() => {
-                vec![first.clone(), f.used_offers[pick as usize % f.used_offers.len()].clone()]
+                vec![
+                    first.clone(),
+                    f.used_offers[pick as usize % f.used_offers.len()].clone(),
+                ]
             }
             AcceptKind::TwoAgents => match f
                 .offers
@@ -354,9 +374,7 @@ impl MesosSim {
                 while let Some(next) = f
                     .offers
                     .iter()
-                    .find(|(id, h)| {
-                        !all.contains(id) && h.agent == o.agent && h.role == o.role
-                    })
+                    .find(|(id, h)| !all.contains(id) && h.agent == o.agent && h.role == o.role)
                     .map(|(id, _)| id.clone())
                 {
                     all.push(next);
@@ -384,7 +402,11 @@ impl MesosSim {
         let live: Vec<String> = f.live_tasks().map(|(id, _)| id.clone()).collect();
         let mut next = f.next_task;
         let mut executors = f.executors.clone();
-        let count = if kind == AcceptKind::Empty { 0 } else { ntasks.max(1) };
+        let count = if kind == AcceptKind::Empty {
+            0
+        } else {
+            ntasks.max(1)
+        };
         for n in 0..count {
             let mut id = format!("t{}.{}.{}", slot, f.incarnation, next);
             next += 1;
@@ -400,7 +422,12 @@ impl MesosSim {
                 let more = remaining.scalar("cpus") + 1.0;
                 resources = Resources::parse(&format!("cpus:{more};mem:32")).unwrap_or_default();
             }
-            let mut info = task_info(&id, &agent, &resources, Plan::from_byte(plan.wrapping_add(n)));
+            let mut info = task_info(
+                &id,
+                &agent,
+                &resources,
+                Plan::from_byte(plan.wrapping_add(n)),
+            );
             let mut total = resources.clone();
             let mut executor = None;
             if kind == AcceptKind::WithExecutor {
@@ -413,7 +440,9 @@ impl MesosSim {
                 info.command = None;
                 info.executor = Some(Box::new(v1::ExecutorInfo {
                     r#type: Some(v1::executor_info::Type::Custom as i32),
-                    executor_id: v1::ExecutorId { value: exec.clone() },
+                    executor_id: v1::ExecutorId {
+                        value: exec.clone(),
+                    },
                     command: Some(v1::CommandInfo {
                         value: Some("true".to_string()),
                         ..Default::default()
@@ -426,7 +455,8 @@ impl MesosSim {
                 }
                 executor = Some(exec);
             }
-            let duplicate = live.contains(&id) || planned.iter().any(|(p, r, _)| *p == id && r.is_ok());
+            let duplicate =
+                live.contains(&id) || planned.iter().any(|(p, r, _)| *p == id && r.is_ok());
             let outcome = if duplicate || !budget.contains(&total) {
                 Err(())
             } else {
@@ -509,7 +539,10 @@ impl MesosSim {
         self.give_up(i, &held);
         self.counts.accepts += 1;
         if held.len() != offer_ids.len() {
-            v.push(format!("{}: accepted offers it did not hold", self.fws[i].who()));
+            v.push(format!(
+                "{}: accepted offers it did not hold",
+                self.fws[i].who()
+            ));
         }
         v
     }
@@ -601,7 +634,12 @@ impl MesosSim {
     /// A ghost task's agent: a live one, a removed one, or none.
     fn ghost_agent(&self, n: u32) -> Option<String> {
         match n % 3 {
-            0 => self.agents.live.keys().nth(n as usize % self.agents.live.len().max(1)).cloned(),
+            0 => self
+                .agents
+                .live
+                .keys()
+                .nth(n as usize % self.agents.live.len().max(1))
+                .cloned(),
             1 => self.removed_agents.last().cloned(),
             _ => None,
         }
@@ -713,7 +751,11 @@ impl MesosSim {
         let due: Vec<(String, Vec<u8>)> = self.fws[i]
             .tasks
             .iter()
-            .filter_map(|(id, t)| t.received.get(t.acked).map(|(_, u)| (id.clone(), u.clone())))
+            .filter_map(|(id, t)| {
+                t.received
+                    .get(t.acked)
+                    .map(|(_, u)| (id.clone(), u.clone()))
+            })
             .collect();
         for (task, uuid) in due {
             self.acknowledge(i, &task, uuid, &mut v);
@@ -827,7 +869,9 @@ impl MesosSim {
             for t in f.tasks.values_mut().filter(|t| t.agent == id) {
                 let ended = t.master_terminal.is_some()
                     || t.terminal().is_some()
-                    || t.emitted.iter().any(|(s, _)| super::frameworks::is_terminal(*s));
+                    || t.emitted
+                        .iter()
+                        .any(|(s, _)| super::frameworks::is_terminal(*s));
                 if !ended {
                     t.master_terminal = Some(lost_state(aware));
                 }
@@ -837,7 +881,6 @@ impl MesosSim {
         if let Some(a) = self.agents.live.remove(&id) {
             self.agents.hosts[a.host].agent = None;
         }
-        self.providers.agent_removed(&id);
         self.removed_agents.push(id.clone());
         self.failures_due.push((id, told));
         self.counts.agent_changes += 1;

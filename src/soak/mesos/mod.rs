@@ -1,12 +1,12 @@
 //! The Mesos soak (`unisched soak --mesos`): the seeded, deterministic
-//! simulation of frameworks, agents and resource providers misbehaving
+//! simulation of frameworks and agents misbehaving
 //! against the Mesos master and the core under it, with invariant checks
 //! after every step and shrinking of a failing operation list.
 //!
 //! A seed fixes the operations ([`ops::generate`]); [`sim::MesosSim`] runs
 //! them one per step against a fresh core and master on a virtual clock,
-//! in process (no HTTP: frameworks and providers hold their event channels
-//! from `MasterHandle::subscribe` / `provider_subscribe`; agents are the
+//! in process (no HTTP: frameworks hold their event channels from
+//! `MasterHandle::subscribe`, as the in-process driver does; agents are the
 //! simulation's own `AgentBackend`s). After each operation everything is
 //! brought to rest (see [`world`] for how the core and the master are made
 //! quiescent) and checked ([`frameworks`] on each event, [`checks`] at the
@@ -23,10 +23,10 @@
 //! or never, call on a wrong stream, stall until the master closes their
 //! stream, and tear down; agents that join, leave (tasks lost) and come
 //! back; tasks that finish, fail, fail at start, or take their time dying;
-//! resource providers that subscribe, change their resource version, drop
-//! their stream and subscribe again, apply, drop or ignore operations and
-//! publish or refuse to; virtual time jumps past failover timeouts, offer
-//! timeouts and the status retry cap.
+//! virtual time jumps past failover timeouts, offer timeouts and the status
+//! retry cap. Resource providers are not simulated yet (their calls are
+//! fuzzed, `fuzz/fuzz_targets/mesos_provider_calls.rs`, and tested over
+//! HTTP, `mesos/tests/providers.rs`).
 //!
 //! Determinism: the master's ids come from the seed (`Settings::id_seed`),
 //! the simulation's maps are ordered, and nothing acts while the core and
@@ -39,7 +39,6 @@ pub mod checks;
 pub mod frameworks;
 pub mod fw_ops;
 pub mod ops;
-pub mod providers;
 pub mod sim;
 pub mod world;
 
@@ -50,7 +49,7 @@ use std::time::{Duration, Instant};
 pub use ops::MesosOp;
 pub use sim::MesosCounts;
 
-/// Events a framework's (and provider's) in-process stream holds before
+/// Events a framework's in-process stream holds before
 /// the master closes it for not keeping up.
 pub const STREAM_CAPACITY: usize = 256;
 

@@ -49,11 +49,6 @@ pub enum AcceptKind {
     Empty,
     /// A task with its own executor (the executor's resources count once).
     WithExecutor,
-    /// A CREATE_DISK of a resource provider's raw disk (with an operation
-    /// id, so its status comes back reliably), and a task on the rest.
-    CreateDisk,
-    /// A task using a resource provider's disk (published first).
-    ProviderTask,
 }
 
 /// One step of the simulation.
@@ -183,29 +178,6 @@ pub enum MesosOp {
         /// Failed rather than finished.
         failed: bool,
     },
-    /// A resource provider subscribes: on an agent (local) or on the
-    /// master (external); or, once it has an id, subscribes again.
-    ProviderSubscribe {
-        /// Provider slot (0, 1 local; 2 external).
-        slot: u8,
-        /// Which live agent (local providers).
-        agent: u32,
-    },
-    /// UPDATE_STATE: the provider's resources, with a new resource version
-    /// or the same one.
-    ProviderUpdate {
-        /// Provider slot.
-        slot: u8,
-        /// A new resource version.
-        new_version: bool,
-        /// Its raw disk, in units of 100 MB (1..4).
-        disk: u8,
-    },
-    /// The provider's stream closes.
-    ProviderDrop {
-        /// Provider slot.
-        slot: u8,
-    },
     /// Virtual time passes, one second at a time.
     Advance {
         /// Seconds.
@@ -253,8 +225,6 @@ fn accept_kind(rng: &mut Rng) -> AcceptKind {
         25 => DuplicateId,
         26 => Empty,
         27 | 28 => WithExecutor,
-        29..=32 => CreateDisk,
-        33..=35 => ProviderTask,
         _ => Valid,
     }
 }
@@ -317,21 +287,9 @@ fn one(rng: &mut Rng) -> MesosOp {
         },
         625..=639 => MesosOp::AgentRemove { agent: pick(rng) },
         640..=654 => MesosOp::AgentReturn { host: pick(rng) },
-        655..=704 => MesosOp::TaskEnds {
+        655..=759 => MesosOp::TaskEnds {
             task: pick(rng),
             failed: rng.chance(0.3),
-        },
-        705..=724 => MesosOp::ProviderSubscribe {
-            slot: rng.below(3) as u8,
-            agent: pick(rng),
-        },
-        725..=749 => MesosOp::ProviderUpdate {
-            slot: rng.below(3) as u8,
-            new_version: rng.chance(0.6),
-            disk: 1 + rng.below(4) as u8,
-        },
-        750..=759 => MesosOp::ProviderDrop {
-            slot: rng.below(3) as u8,
         },
         _ => MesosOp::Advance {
             secs: match rng.below(100) {
@@ -359,7 +317,13 @@ mod tests {
         let ops = generate(1, 20_000);
         let kinds: std::collections::BTreeSet<String> = ops
             .iter()
-            .map(|o| format!("{o:?}").split([' ', '{']).next().unwrap().to_string())
+            .map(|o| {
+                format!("{o:?}")
+                    .split([' ', '{'])
+                    .next()
+                    .unwrap()
+                    .to_string()
+            })
             .collect();
         assert_eq!(kinds.len(), 21, "{kinds:?}");
     }

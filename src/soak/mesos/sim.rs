@@ -1,5 +1,5 @@
-//! One Mesos-mode run: the world, the simulated frameworks, agents and
-//! resource providers, one operation per step, the reactions that follow it
+//! One Mesos-mode run: the world, the simulated frameworks and agents, one
+//! operation per step, the reactions that follow it
 //! until everything is at rest, and the checks.
 //!
 //! A step: apply the operation (calls to the master, agents joining or
@@ -21,9 +21,8 @@ use unisched_mesos::v1::TaskState;
 use unisched_mesos::v1::scheduler::{Call, call};
 
 use super::agents::{self, Agents, Emission, Inbox};
-use super::frameworks::{Context, Conn, Fw, hash_bytes, mix};
+use super::frameworks::{Conn, Context, Fw, hash_bytes, mix};
 use super::ops::{FRAMEWORKS, MesosOp};
-use super::providers::Providers;
 use super::world::World;
 
 /// What a run did, by kind.
@@ -59,10 +58,6 @@ pub struct MesosCounts {
     pub removals: u64,
     /// Agents added and removed.
     pub agent_changes: u64,
-    /// Resource provider calls and stream changes.
-    pub provider_changes: u64,
-    /// Operations on provider resources applied by providers.
-    pub provider_operations: u64,
 }
 
 impl MesosCounts {
@@ -83,8 +78,6 @@ impl MesosCounts {
         self.disconnects += o.disconnects;
         self.removals += o.removals;
         self.agent_changes += o.agent_changes;
-        self.provider_changes += o.provider_changes;
-        self.provider_operations += o.provider_operations;
     }
 }
 
@@ -109,8 +102,6 @@ pub struct MesosSim {
     pub fws: Vec<Fw>,
     /// Ids of removed frameworks, in order of removal.
     pub removed: Vec<String>,
-    /// Resource providers.
-    pub providers: Providers,
     /// What happened.
     pub counts: MesosCounts,
     /// The step being run.
@@ -146,7 +137,6 @@ impl MesosSim {
             removed_agents: Vec::new(),
             fws: (0..FRAMEWORKS).map(|s| Fw::new(seed, s, 0)).collect(),
             removed: Vec::new(),
-            providers: Providers::new(seed),
             counts: MesosCounts::default(),
             step: 0,
             failures_due: Vec::new(),
@@ -272,13 +262,6 @@ impl MesosSim {
                 }
                 Vec::new()
             }
-            MesosOp::ProviderSubscribe { slot, agent } => self.provider_subscribe(slot, agent),
-            MesosOp::ProviderUpdate {
-                slot,
-                new_version,
-                disk,
-            } => self.provider_update(slot, new_version, disk),
-            MesosOp::ProviderDrop { slot } => self.provider_drop(slot),
             MesosOp::Advance { secs } => self.advance(secs),
         }
     }
@@ -302,9 +285,10 @@ impl MesosSim {
                 }
             }
             let due = self.agents.due(self.world.secs());
-            self.emit(due);
-            v.extend(self.providers_tick());
-            if let Err(e) = self.react(&mut v) {
+            // The tick left the core and the master at rest: unless agents
+            // just reported, reacting need not make them quiescent again.
+            let at_rest = !self.emit(due);
+            if let Err(e) = self.react_from(&mut v, at_rest) {
                 v.push(e);
                 return v;
             }
@@ -355,10 +339,19 @@ impl MesosSim {
     }
 
     /// Until nothing more happens: quiesce, frameworks read their events,
-    /// agents and providers act, due acknowledgements go out.
+    /// agents act, due acknowledgements go out.
     pub fn react(&mut self, v: &mut Vec<String>) -> Result<(), String> {
-        for _ in 0..MAX_REACTIONS {
-            self.world.quiesce()?;
+        self.react_from(v, false)
+    }
+
+    /// [`MesosSim::react`], the first quiescence left out when `at_rest`
+    /// (the core and master were just made quiescent and nothing was sent
+    /// them since).
+    fn react_from(&mut self, v: &mut Vec<String>, at_rest: bool) -> Result<(), String> {
+        for round in 0..MAX_REACTIONS {
+            if !(at_rest && round == 0) {
+                self.world.quiesce()?;
+            }
             self.read_events(v);
             let mut acted = false;
             let commands = self.inbox.take();
@@ -366,7 +359,6 @@ impl MesosSim {
                 let out = self.agents.apply(commands, self.world.secs());
                 acted |= self.emit(out);
             }
-            acted |= self.providers_react(v);
             acted |= self.send_due_acks(v);
             if !acted {
                 return Ok(());
@@ -411,6 +403,7 @@ impl MesosSim {
                 continue;
             };
             let mut closed = false;
+            let before = (self.fws[i].updates_seen, self.fws[i].acks_lost);
             loop {
                 match rx.try_recv() {
                     Ok(e) => {
@@ -433,6 +426,8 @@ impl MesosSim {
                 }
             }
             let f = &mut self.fws[i];
+            self.counts.updates += f.updates_seen.saturating_sub(before.0);
+            self.counts.acks_lost += f.acks_lost.saturating_sub(before.1);
             if closed {
                 if f.conn != Conn::Removed {
                     v.push(format!("{}: its stream closed while {:?}", f.who(), f.conn));
@@ -464,7 +459,13 @@ impl MesosSim {
     }
 
     /// Acknowledges `uuid` of `task` when it is the update in flight.
-    pub fn acknowledge(&mut self, i: usize, task: &str, uuid: Vec<u8>, v: &mut Vec<String>) -> bool {
+    pub fn acknowledge(
+        &mut self,
+        i: usize,
+        task: &str,
+        uuid: Vec<u8>,
+        v: &mut Vec<String>,
+    ) -> bool {
         let f = &self.fws[i];
         let Some(t) = f.tasks.get(task) else {
             return false;
@@ -505,7 +506,11 @@ impl MesosSim {
     /// A hash of every event the frameworks received and the master's
     /// `/state` now: the same for every run of a seed.
     pub fn fingerprint(&self) -> u64 {
-        let state = self.world.state().map(|s| s.to_string()).unwrap_or_default();
+        let state = self
+            .world
+            .state()
+            .map(|s| s.to_string())
+            .unwrap_or_default();
         mix(self.print, &[hash_bytes(state.as_bytes())])
     }
 
@@ -531,6 +536,11 @@ impl MesosSim {
             v.extend(self.ack_all(i as u8));
         }
         for i in 0..self.fws.len() {
+            if !self.fws[i].connected() {
+                // Removed (torn down, or past a failover timeout of 0):
+                // the master has nothing of it left to kill.
+                continue;
+            }
             let live: Vec<String> = self.fws[i]
                 .live_tasks()
                 .filter(|(_, t)| t.terminal().is_none())

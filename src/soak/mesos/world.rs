@@ -10,7 +10,7 @@
 //! at the clock's time have fired and the requests to the core are sent,
 //! with the number of requests sent so far. [`World::quiesce`] alternates
 //! the two until a settle makes the master send nothing more. Agents,
-//! providers and frameworks are the simulation's own and act only between
+//! and frameworks are the simulation's own and act only between
 //! two quiescent points, so nothing moves while the simulation looks.
 //!
 //! # Time
@@ -30,7 +30,6 @@ use unisched_mesos::master::report::Query;
 use unisched_mesos::master::{
     AgentSpec, CallError, CallOutcome, Input, MasterHandle, Settings, config,
 };
-use unisched_mesos::v1;
 use unisched_mesos::v1::scheduler::Call;
 
 /// The queue configuration of the Mesos partition: a weighted role, a role
@@ -75,6 +74,9 @@ impl World {
         let clock = ManualClock::new(START_NANOS);
         let core = Scheduler::start(SchedulerOptions {
             clock: clock.clone(),
+            // The snapshot then lists only live applications: the checks
+            // read an application there as one the core still has.
+            completed_apps_kept: 0,
             ..Default::default()
         });
         let settings = Settings {
@@ -141,17 +143,6 @@ impl World {
         self.runtime.block_on(self.master.call(call, stream_id))
     }
 
-    /// A resource provider call (not SUBSCRIBE), answered.
-    pub fn provider_call(
-        &self,
-        endpoint: Option<u32>,
-        call: v1::resource_provider::Call,
-        stream_id: Option<String>,
-    ) -> Result<CallOutcome, CallError> {
-        self.runtime
-            .block_on(self.master.provider_call(endpoint, call, stream_id))
-    }
-
     /// Adds an agent; its id.
     pub fn add_agent(&self, spec: AgentSpec) -> Option<String> {
         self.runtime.block_on(self.master.add_agent(spec))
@@ -169,8 +160,11 @@ impl World {
 
     /// The core's snapshot of the Mesos partition.
     pub fn snapshot(&self) -> Option<PartitionSnapshot> {
-        self.core
-            .snapshot(&format!("[{}]{}", unisched_mesos::master::RM_ID, config::PARTITION))
+        self.core.snapshot(&format!(
+            "[{}]{}",
+            unisched_mesos::master::RM_ID,
+            config::PARTITION
+        ))
     }
 }
 
