@@ -145,19 +145,36 @@ pub fn content_type(flags: u8) -> ContentType {
     }
 }
 
-/// A decoded message encodes and decodes back to itself, in both encodings.
+/// A decoded message survives the encodings: protobuf gives it back exactly;
+/// JSON gives back a message whose JSON is the same text. (An enum value the
+/// proto does not define has no JSON name and is left out, as upstream's
+/// proto2 parser keeps it only among the unknown fields, so JSON is compared
+/// after one trip.)
 pub fn round_trips<T>(message: &T)
 where
     T: prost::Message + prost_reflect::ReflectMessage + Default + PartialEq + std::fmt::Debug,
 {
-    for ct in [ContentType::Json, ContentType::Protobuf] {
-        let bytes = unisched_mesos::codec::encode(message, ct);
-        match unisched_mesos::codec::decode::<T>(&bytes, ct) {
-            Ok(back) => assert_eq!(&back, message, "{ct:?} round trip changed the message"),
-            Err(e) => panic!(
-                "{ct:?} encoding of a decoded message does not decode: {e}\n{}",
-                String::from_utf8_lossy(&bytes)
-            ),
-        }
+    use unisched_mesos::codec::{decode, encode};
+    let bytes = encode(message, ContentType::Protobuf);
+    match decode::<T>(&bytes, ContentType::Protobuf) {
+        Ok(back) => assert_eq!(
+            &back, message,
+            "the protobuf round trip changed the message"
+        ),
+        Err(e) => panic!("the protobuf encoding of a decoded message does not decode: {e}"),
     }
+    let json = encode(message, ContentType::Json);
+    let back = match decode::<T>(&json, ContentType::Json) {
+        Ok(back) => back,
+        Err(e) => panic!(
+            "the JSON encoding of a decoded message does not decode: {e}\n{}",
+            String::from_utf8_lossy(&json)
+        ),
+    };
+    let again = encode(&back, ContentType::Json);
+    assert_eq!(
+        String::from_utf8_lossy(&again),
+        String::from_utf8_lossy(&json),
+        "JSON changes on a second round trip"
+    );
 }

@@ -8,10 +8,12 @@
 //!
 //! Checked for every text that parses:
 //! - the result is valid (`Resources::validate` of its entries);
-//! - its text form (`Display`) parses back to the same resources, and so does
-//!   the JSON array of its entries;
-//! - arithmetic: it contains itself; doubled it contains itself, and less
-//!   itself it is itself again; itself less itself is empty;
+//! - its text form (`Display`) parses back to the same resources (when no
+//!   name or set item holds a delimiter of the format: see `plain`), and so
+//!   does the JSON array of its entries;
+//! - arithmetic: it contains itself, and doubled contains it; its scalars
+//!   doubled less themselves are themselves again; its ranges and sets doubled
+//!   are themselves (they add as unions); itself less itself is empty;
 //! - the core's view (`units::to_core`) has no negative quantity, and the sum
 //!   of two copies is twice one (to the byte for mem and disk, which the core
 //!   keeps in bytes: a thousandth of a MB is not a whole byte).
@@ -21,6 +23,16 @@
 use libfuzzer_sys::fuzz_target;
 use unisched_mesos::master::units::to_core;
 use unisched_mesos::resources::Resources;
+use unisched_mesos::v1;
+
+/// Whether the text form can say `r`: its name and set items hold none of
+/// the format's delimiters and no space at either end. Upstream takes any
+/// name that is not empty (`mem)x:1` is a resource named `mem)x`), and so does
+/// the parser; only such a name cannot come back from its text.
+fn plain(r: &v1::Resource) -> bool {
+    let ok = |t: &str| t == t.trim() && !t.contains(['(', ')', ';', ':', '[', ']', '{', '}', ',']);
+    ok(&r.name) && r.set.as_ref().is_none_or(|s| s.item.iter().all(|i| ok(i)))
+}
 
 fuzz_target!(|data: &[u8]| {
     if data.is_empty() {
@@ -42,7 +54,7 @@ fuzz_target!(|data: &[u8]| {
         panic!("{text:?} parsed to invalid resources {r}: {e}");
     }
 
-    if !r.is_empty() {
+    if !r.is_empty() && entries.iter().all(plain) {
         let shown = r.to_string();
         match Resources::parse(&shown) {
             Ok(back) => assert_eq!(back, r, "{text:?} shown as {shown:?} parses to {back}"),
@@ -69,9 +81,26 @@ fuzz_target!(|data: &[u8]| {
     let mut doubled = r.clone();
     doubled.add(&r);
     assert!(doubled.contains(&r), "{doubled} does not contain {r}");
-    let mut back = doubled.clone();
-    back.subtract(&r);
-    assert_eq!(back, r, "({r}) + ({r}) - ({r}) is {back}");
+    // Scalars add up; ranges and sets add as unions (Mesos' semantics), so
+    // doubling them changes nothing.
+    // (Values past 2^62 thousandths saturate when doubled, by design: left out.)
+    let scalars = r.filter(|x| x.r#type() == v1::value::Type::Scalar);
+    let huge = scalars
+        .iter()
+        .any(|x| x.scalar.as_ref().is_some_and(|v| v.value >= 4.0e15));
+    let others = r.filter(|x| x.r#type() != v1::value::Type::Scalar);
+    if !huge {
+        let mut back = scalars.clone();
+        back.add(&scalars);
+        back.subtract(&scalars);
+        assert_eq!(
+            back, scalars,
+            "({scalars}) + ({scalars}) - ({scalars}) is {back}"
+        );
+    }
+    let mut twice = others.clone();
+    twice.add(&others);
+    assert_eq!(twice, others, "({others}) + ({others}) is {twice}");
     let mut none = r.clone();
     none.subtract(&r);
     assert!(none.is_empty(), "({r}) - ({r}) is {none}");
@@ -91,6 +120,10 @@ fuzz_target!(|data: &[u8]| {
             continue;
         }
         let gap = (i128::from(twice) - 2 * i128::from(q.value)).abs();
-        assert!(gap <= 1, "{r}: {name} is {} in the core, doubled {twice}", q.value);
+        assert!(
+            gap <= 1,
+            "{r}: {name} is {} in the core, doubled {twice}",
+            q.value
+        );
     }
 });
