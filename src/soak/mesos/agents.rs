@@ -166,7 +166,7 @@ impl Plan {
     pub fn from_byte(b: u8) -> Plan {
         Plan {
             starting: b & 1 != 0,
-            fail_at_start: b % 23 == 0,
+            fail_at_start: b.is_multiple_of(23),
             runs: match (b >> 1) % 8 {
                 0 | 1 => None,
                 2 => Some(1),
@@ -176,7 +176,7 @@ impl Plan {
                 6 => Some(30),
                 _ => Some(200),
             },
-            fails: (b >> 4) % 4 == 0,
+            fails: (b >> 4).is_multiple_of(4),
             slow_kill: b & 0x80 != 0,
         }
     }

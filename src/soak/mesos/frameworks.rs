@@ -95,8 +95,8 @@ impl FwSpec {
             roles: roles.iter().map(|r| r.to_string()).collect(),
             multi_role,
             failover_secs: [0, 3, 10, 30][(h % 4) as usize],
-            partition_aware: (h >> 8) % 2 == 0,
-            killing_state: (h >> 9) % 2 == 0,
+            partition_aware: (h >> 8).is_multiple_of(2),
+            killing_state: (h >> 9).is_multiple_of(2),
             ack: match (h >> 12) % 10 {
                 0..=4 => AckPolicy::Immediate,
                 5 | 6 => AckPolicy::Late(1 + ((h >> 20) % 4) as u32),

@@ -127,7 +127,7 @@ impl std::fmt::Debug for MesosSim {
 impl MesosSim {
     /// A fresh run: a core, a master, three agents, empty framework slots.
     pub fn start(seed: u64) -> Result<MesosSim, String> {
-        let offer_timeout = (seed % 3 == 0).then(|| Duration::from_secs(20));
+        let offer_timeout = seed.is_multiple_of(3).then(|| Duration::from_secs(20));
         let world = World::start(seed, offer_timeout)?;
         let mut sim = MesosSim {
             world,
