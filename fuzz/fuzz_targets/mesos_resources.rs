@@ -54,7 +54,13 @@ fuzz_target!(|data: &[u8]| {
         panic!("{text:?} parsed to invalid resources {r}: {e}");
     }
 
-    if !r.is_empty() && entries.iter().all(plain) {
+    // A scalar of 4e12 or more has no exact thousandths in an f64 (the
+    // master's value type), and doubled it saturates: such values are left
+    // out of the round trips and the doubling.
+    let huge = entries
+        .iter()
+        .any(|x| x.scalar.as_ref().is_some_and(|v| v.value >= 4.0e12));
+    if !r.is_empty() && !huge && entries.iter().all(plain) {
         let shown = r.to_string();
         match Resources::parse(&shown) {
             Ok(back) => assert_eq!(back, r, "{text:?} shown as {shown:?} parses to {back}"),
@@ -73,7 +79,8 @@ fuzz_target!(|data: &[u8]| {
         .collect();
     let json_text = serde_json::Value::Array(json).to_string();
     match Resources::parse(&json_text) {
-        Ok(back) => assert_eq!(back, r, "{text:?} as JSON {json_text} parses to {back}"),
+        Ok(back) if !huge => assert_eq!(back, r, "{text:?} as JSON {json_text} parses to {back}"),
+        Ok(_) => {}
         Err(e) => panic!("{text:?} as JSON {json_text} does not parse: {e}"),
     }
 
@@ -83,11 +90,7 @@ fuzz_target!(|data: &[u8]| {
     assert!(doubled.contains(&r), "{doubled} does not contain {r}");
     // Scalars add up; ranges and sets add as unions (Mesos' semantics), so
     // doubling them changes nothing.
-    // (Values past 2^62 thousandths saturate when doubled, by design: left out.)
     let scalars = r.filter(|x| x.r#type() == v1::value::Type::Scalar);
-    let huge = scalars
-        .iter()
-        .any(|x| x.scalar.as_ref().is_some_and(|v| v.value >= 4.0e15));
     let others = r.filter(|x| x.r#type() != v1::value::Type::Scalar);
     if !huge {
         let mut back = scalars.clone();
