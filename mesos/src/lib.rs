@@ -12,9 +12,9 @@
 //!
 //! The framework side: an async [`client`] of the v1 scheduler HTTP API and
 //! the classic [`driver`] (`MesosSchedulerDriver` and its `Scheduler`
-//! callbacks). They work against any Mesos master and never import the
-//! master side; [`in_process`] is the one adapter that attaches a driver to
-//! a master in the same process.
+//! callbacks), over [`http_client`]. They work against any Mesos master and
+//! never import the master side; [`in_process`] is the one adapter that
+//! attaches a driver to a master in the same process.
 //!
 //! Every generated message implements [`prost_reflect::ReflectMessage`], its
 //! descriptor coming from [`DESCRIPTOR_POOL`]; the codecs use those
@@ -28,6 +28,7 @@ pub mod agent;
 pub mod client;
 pub mod codec;
 pub mod driver;
+pub mod http_client;
 pub mod in_process;
 pub mod local;
 pub mod master;
