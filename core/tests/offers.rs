@@ -574,3 +574,57 @@ fn a_restricted_node_is_offered_only_to_its_queue_subtree() {
         "{rejected:?}"
     );
 }
+
+#[test]
+fn a_node_offered_whatever_it_holds_is_offered_disk_alone() {
+    let rm = Rm::new(ROLES);
+    // A pool of disk only (a Mesos resource provider's): no minimum fits in it.
+    rm.sched
+        .update_node(si::NodeRequest {
+            nodes: vec![si::NodeInfo {
+                node_id: "pool".to_string(),
+                action: si::node_info::ActionFromRm::Create as i32,
+                schedulable_resource: Some(res(&[("disk", 1000)])),
+                ..Default::default()
+            }],
+            rm_id: RM.to_string(),
+        })
+        .unwrap();
+    rm.framework("fw", "root.r2");
+    assert!(
+        rm.leases_of("fw").is_empty(),
+        "cpus 0.01 or mem 32 must fit"
+    );
+    rm.offers(vec![OfferChange::AnyRemainder {
+        node_id: "pool".to_string(),
+        any: true,
+    }]);
+    let leases = rm.leases_of("fw");
+    assert_eq!(leases.len(), 1, "{leases:?}");
+    assert_eq!(quantity(&leases[0], "disk"), 1000);
+    // Back under the minimum: declined without a filter, not offered again.
+    rm.offers(vec![OfferChange::AnyRemainder {
+        node_id: "pool".to_string(),
+        any: false,
+    }]);
+    rm.decline(&leases[0], Duration::ZERO);
+    assert!(rm.leases_of("fw").is_empty());
+    // A node that is not there is refused with a reason.
+    rm.offers(vec![OfferChange::AnyRemainder {
+        node_id: "nowhere".to_string(),
+        any: true,
+    }]);
+    rm.sched.settle();
+    let rejected: Vec<String> = rm
+        .rec
+        .recorded()
+        .rejected_asks()
+        .map(|r| r.reason.clone())
+        .collect();
+    assert!(
+        rejected
+            .iter()
+            .any(|r| r.contains("offer floor: node nowhere not found")),
+        "{rejected:?}"
+    );
+}

@@ -41,6 +41,11 @@
 //! applications of that queue or below it are offered it. This is how Mesos
 //! reservations map: an agent's resources reserved to a role stand on a node
 //! of their own, offered only to that role and its children.
+//!
+//! A node that stands for part of a machine may be offered whatever its
+//! remainder holds ([`OfferChange::AnyRemainder`]): the minimum allocatable
+//! quantities judge a whole machine's remainder, and such a part (a Mesos
+//! resource provider's disk) may hold none of them.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -116,6 +121,19 @@ pub enum OfferChange {
         /// Full queue path (`root.a`).
         queue: Option<String>,
     },
+    /// Offers `node_id`'s remainder whenever it is not nothing (`any`), or
+    /// again only when one of the policy's minimum quantities fits in it.
+    /// For a node that stands for part of a machine (Mesos: the pool of a
+    /// resource provider or of a reservation, which upstream offers with the
+    /// rest of the agent), whose remainder may hold none of them. It lasts as
+    /// long as the node; a node the partition does not have is refused with
+    /// a reason.
+    AnyRemainder {
+        /// Node id.
+        node_id: String,
+        /// Whether any remainder is offered.
+        any: bool,
+    },
 }
 
 /// An [`OfferChange`] with its resources converted on the caller's thread.
@@ -140,6 +158,10 @@ pub(super) enum PreparedChange {
     Restrict {
         node: String,
         queue: Option<String>,
+    },
+    AnyRemainder {
+        node: String,
+        any: bool,
     },
 }
 
@@ -189,6 +211,9 @@ pub(super) fn prepare(names: &ResourceNames, request: OfferRequest) -> PreparedO
                 node: node_id,
                 queue,
             },
+            OfferChange::AnyRemainder { node_id, any } => {
+                PreparedChange::AnyRemainder { node: node_id, any }
+            }
         })
         .collect();
     PreparedOffers {
@@ -212,6 +237,8 @@ pub struct OfferPolicy {
     timers: BinaryHeap<Reverse<(u64, AppId, NodeId)>>,
     /// Nodes kept for a queue subtree, by the subtree's path.
     restricted: FastMap<NodeId, Arc<str>>,
+    /// Nodes offered whatever their remainder holds.
+    any_remainder: FastMap<NodeId, ()>,
 }
 
 impl OfferPolicy {
@@ -223,6 +250,14 @@ impl OfferPolicy {
         self.min_allocatable
             .iter()
             .any(|m| m.fits_in_lanes(available, lanes))
+    }
+
+    /// True when `available`, a remainder of `node`, may be offered.
+    pub fn allows_on(&self, node: NodeId, available: &Resource, lanes: Lanes) -> bool {
+        if self.any_remainder.contains_key(&node) {
+            return available.0[..lanes.get()].iter().any(|&v| v > 0);
+        }
+        self.allows(available, lanes)
     }
 }
 
@@ -292,6 +327,7 @@ impl Partition {
                     }
                 }
                 PreparedChange::Restrict { node, queue } => self.restrict(&node, queue),
+                PreparedChange::AnyRemainder { node, any } => self.any_remainder(&node, any),
             }
         }
     }
@@ -419,6 +455,34 @@ impl Partition {
         self.floor_lowered = true;
     }
 
+    fn any_remainder(&mut self, node_id: &str, any: bool) {
+        let Some(&node) = self.node_by_id.get(node_id) else {
+            return self.reject_offer_change(
+                "",
+                format!(
+                    "offer floor: node {node_id} not found in partition {}",
+                    self.name
+                ),
+            );
+        };
+        let Some(policy) = self.offers.as_deref_mut() else {
+            return self.reject_offer_change(
+                "",
+                format!(
+                    "node {node_id}: partition {} takes no offer floor before an offer policy",
+                    self.name
+                ),
+            );
+        };
+        if any {
+            policy.any_remainder.insert(node, ());
+        } else {
+            policy.any_remainder.remove(&node);
+        }
+        // The node is judged by another floor: put it back where it belongs.
+        self.rekey_node(node);
+    }
+
     /// True when the node may be offered to applications of `queue`.
     fn offerable_to(&self, policy: &OfferPolicy, node: NodeId, queue: QueueId) -> bool {
         let Some(subtree) = policy.restricted.get(&node) else {
@@ -468,6 +532,7 @@ impl Partition {
             return;
         };
         policy.restricted.remove(&node);
+        policy.any_remainder.remove(&node);
         for (_, a) in self.apps.iter_mut() {
             if let Some(o) = a.offers.as_deref_mut() {
                 o.filters.remove(&node);
@@ -547,8 +612,8 @@ impl Partition {
             let n = k.node();
             let node = &self.nodes[n];
             let available = node.res.available();
-            if !policy.allows(&available, lanes) {
-                if self.node_exhausted(&node.res) {
+            if !policy.allows_on(n, &available, lanes) {
+                if self.node_exhausted(n, &node.res) {
                     exhausted.push(n);
                 }
                 return false;
@@ -557,7 +622,7 @@ impl Partition {
                 return false;
             }
             let offer = available.min(&headroom);
-            if !policy.allows(&offer, lanes)
+            if !policy.allows_on(n, &offer, lanes)
                 || offers
                     .filters
                     .get(&n)
@@ -645,7 +710,7 @@ impl Partition {
     /// True when nothing pending could use the node's remainder: no pending
     /// ask fits in it and (where applications want offers) it is too small to
     /// offer. With nothing pending at all, no node is exhausted.
-    pub(super) fn node_exhausted(&self, res: &NodeResources) -> bool {
+    pub(super) fn node_exhausted(&self, node: NodeId, res: &NodeResources) -> bool {
         let offers = self.offers_wanted();
         match &self.pending_floor {
             None if !offers => false,
@@ -655,7 +720,7 @@ impl Partition {
                         || self
                             .offers
                             .as_deref()
-                            .is_none_or(|p| !p.allows(&res.available(), self.lanes)))
+                            .is_none_or(|p| !p.allows_on(node, &res.available(), self.lanes)))
             }
         }
     }

@@ -685,7 +685,7 @@ impl Partition {
     /// take allocations).
     pub fn rekey_node(&mut self, node: NodeId) {
         let n = &self.nodes[node];
-        let exhausted = self.node_exhausted(&n.res);
+        let exhausted = self.node_exhausted(node, &n.res);
         // A reserved node serves only the ask holding it, which tries it
         // first: kept out of the index, no search walks past it.
         let new_key = (n.schedulable && n.reserved_by.is_none())

@@ -103,7 +103,7 @@ impl Master {
         let hostname = agent.info.hostname.clone();
         let occupied = (!agent.occupied.is_empty()).then(|| to_core(agent.occupied.iter()));
         let mut changes = Vec::new();
-        let mut restrict = Vec::new();
+        let mut offer_changes = Vec::new();
         let gone: Vec<PoolKey> = agent
             .pools
             .keys()
@@ -146,13 +146,22 @@ impl Master {
                     if let Some(r) = &key.role {
                         attributes.insert(RESERVATION_ATTRIBUTE.to_string(), r.clone());
                         if let Ok(queue) = role_queue(r) {
-                            restrict.push(OfferChange::Restrict {
+                            offer_changes.push(OfferChange::Restrict {
                                 node_id: node.clone(),
                                 queue: Some(queue),
                             });
                         }
                     }
                     let is_default = key == PoolKey::default();
+                    if !is_default {
+                        // Part of an agent: the minimum allocatable
+                        // resources judge a whole agent, and a provider's
+                        // pool may hold only disk.
+                        offer_changes.push(OfferChange::AnyRemainder {
+                            node_id: node.clone(),
+                            any: true,
+                        });
+                    }
                     changes.push(si::NodeInfo {
                         node_id: node.clone(),
                         action: si::node_info::ActionFromRm::Create as i32,
@@ -170,8 +179,8 @@ impl Master {
         for node in changes {
             self.core.node(node);
         }
-        if !restrict.is_empty() {
-            self.core.offers(restrict);
+        if !offer_changes.is_empty() {
+            self.core.offers(offer_changes);
         }
     }
 
