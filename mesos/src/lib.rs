@@ -12,9 +12,12 @@
 //!
 //! The framework side: an async [`client`] of the v1 scheduler HTTP API and
 //! the classic [`driver`] (`MesosSchedulerDriver` and its `Scheduler`
-//! callbacks), over [`http_client`]. They work against any Mesos master and
-//! never import the master side; [`in_process`] is the one adapter that
-//! attaches a driver to a master in the same process.
+//! callbacks). The provider side: [`provider`], a client of the v1 resource
+//! provider API, the `ResourceProvider` trait, the runner that does the
+//! protocol for it, and a storage provider over a directory. Both sides share
+//! [`http_client`], work against any Mesos master and never import the
+//! master side; [`in_process`] is the one adapter that attaches a driver to
+//! a master in the same process.
 //!
 //! Every generated message implements [`prost_reflect::ReflectMessage`], its
 //! descriptor coming from [`DESCRIPTOR_POOL`]; the codecs use those
@@ -32,6 +35,7 @@ pub mod http_client;
 pub mod in_process;
 pub mod local;
 pub mod master;
+pub mod provider;
 pub mod recordio;
 pub mod resources;
 mod task_state;

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod provider;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -45,6 +47,8 @@ pub struct Setup {
     pub token: Option<String>,
     pub offer_timeout: Option<Duration>,
     pub stream_capacity: usize,
+    /// Where to listen; an ephemeral port when `None`.
+    pub addr: Option<std::net::SocketAddr>,
 }
 
 impl Default for Setup {
@@ -58,12 +62,18 @@ impl Default for Setup {
             token: None,
             offer_timeout: None,
             stream_capacity: Settings::default().stream_capacity,
+            addr: None,
         }
     }
 }
 
 impl Master {
     pub async fn start(setup: Setup) -> Self {
+        Self::try_start(setup).await.expect("master starts")
+    }
+
+    /// Starts a master, or says why it cannot (its address is taken).
+    pub async fn try_start(setup: Setup) -> Result<Self, unisched_mesos::master::StartError> {
         let clock = ManualClock::new(1_700_000_000_000_000_000);
         let scheduler = Scheduler::start(SchedulerOptions {
             clock: clock.clone(),
@@ -76,7 +86,7 @@ impl Master {
             ..Settings::default()
         };
         let options = LocalOptions {
-            addr: "127.0.0.1:0".parse().unwrap(),
+            addr: setup.addr.unwrap_or_else(|| "127.0.0.1:0".parse().unwrap()),
             config: setup.config,
             settings,
             agents: setup.agents,
@@ -86,17 +96,15 @@ impl Master {
                 .join(format!("unisched-mesos-test-{}", std::process::id())),
             token: setup.token,
         };
-        let cluster = local::start(scheduler.clone(), options)
-            .await
-            .expect("master starts");
+        let cluster = local::start(scheduler.clone(), options).await?;
         let url = format!("http://{}", cluster.addr);
-        Self {
+        Ok(Self {
             cluster,
             scheduler,
             clock,
             url,
             http: reqwest::Client::new(),
-        }
+        })
     }
 
     /// Moves the clock and lets the core and master see it.

@@ -1,0 +1,260 @@
+//! The resource provider side of Mesos' v1 resource provider API as an async
+//! client: SUBSCRIBE (its event stream), UPDATE_STATE,
+//! UPDATE_OPERATION_STATUS and UPDATE_PUBLISH_RESOURCES_STATUS, JSON or
+//! protobuf, on the master's endpoint (an external provider) or an agent's
+//! (`/slave(N)/api/v1/resource_provider`, a local provider of agent N, as
+//! `mesos-local` serves its agents' endpoints on the master's port).
+//!
+//! Like the scheduler client it keeps the `Mesos-Stream-Id` and the provider
+//! id of the latest subscription, sends them with every later call, and
+//! gives the master's answers as typed [`ClientError`]s. A SUBSCRIBE the
+//! master answers but ends without SUBSCRIBED (upstream's manager drops a
+//! resubscription with an id it does not know) is [`ClientError::Dropped`].
+//! The API has no heartbeats (upstream sends providers none), so the event
+//! stream has no watchdog.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use futures_util::StreamExt;
+use reqwest::header::HeaderValue;
+
+use crate::codec::ContentType;
+use crate::http_client::{ClientError, ClientOptions, EventStream, Http, StreamError, body_of};
+use crate::v1;
+use crate::v1::resource_provider::{Call, Event, call, event};
+
+/// The path of the resource provider API on the master.
+pub const RESOURCE_PROVIDER_PATH: &str = "/api/v1/resource_provider";
+
+/// Whose resource provider API a provider talks to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Endpoint {
+    /// The master's own: an external provider, whose resources stand on a
+    /// node of their own.
+    Master,
+    /// Agent N's (`slave(N)` in `/state`'s `slaves[].pid`): a local
+    /// provider, whose resources join that agent's.
+    Agent(u32),
+}
+
+impl Endpoint {
+    /// The endpoint's path on the master's port.
+    pub fn path(self) -> String {
+        match self {
+            Endpoint::Master => RESOURCE_PROVIDER_PATH.to_string(),
+            Endpoint::Agent(n) => format!("/slave({n}){RESOURCE_PROVIDER_PATH}"),
+        }
+    }
+}
+
+/// An open subscription.
+#[derive(Debug)]
+pub struct ProviderSubscription {
+    /// The id the master gave (the one subscribed with, on a resubscription).
+    pub provider_id: v1::ResourceProviderId,
+    /// This subscription's `Mesos-Stream-Id`.
+    pub stream_id: String,
+    /// The events after SUBSCRIBED.
+    pub events: EventStream<Event>,
+}
+
+/// The latest subscription.
+#[derive(Debug, Clone, Default)]
+struct Session {
+    stream_id: Option<HeaderValue>,
+    provider_id: Option<v1::ResourceProviderId>,
+}
+
+/// An async client of a master's resource provider API; cheap to clone
+/// (clones share the connections and the session).
+#[derive(Clone)]
+pub struct ProviderClient {
+    http: Arc<Http>,
+    content_type: ContentType,
+    session: Arc<Mutex<Session>>,
+}
+
+impl std::fmt::Debug for ProviderClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProviderClient")
+            .field("endpoint", &self.endpoint())
+            .field("content_type", &self.content_type)
+            .field("session", &*self.session())
+            .finish()
+    }
+}
+
+impl ProviderClient {
+    /// A client of `endpoint` on the master at `master` (`host:port` or an
+    /// `http://` URL).
+    pub fn new(
+        master: &str,
+        endpoint: Endpoint,
+        options: ClientOptions,
+    ) -> Result<Self, ClientError> {
+        let content_type = options.content_type;
+        let url = crate::http_client::endpoint(master, &endpoint.path())?;
+        Ok(Self {
+            http: Arc::new(Http::new(url, options)?),
+            content_type,
+            session: Arc::new(Mutex::new(Session::default())),
+        })
+    }
+
+    /// Where calls go.
+    pub fn endpoint(&self) -> String {
+        self.http.endpoint().to_string()
+    }
+
+    /// The encoding of calls and events.
+    pub fn content_type(&self) -> ContentType {
+        self.content_type
+    }
+
+    /// The provider id of the latest subscription.
+    pub fn provider_id(&self) -> Option<v1::ResourceProviderId> {
+        self.session().provider_id.clone()
+    }
+
+    /// The stream id of the latest subscription.
+    pub fn stream_id(&self) -> Option<String> {
+        self.session()
+            .stream_id
+            .as_ref()
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    }
+
+    fn session(&self) -> std::sync::MutexGuard<'_, Session> {
+        // Plain data; a panic elsewhere cannot leave it half-written.
+        self.session.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// SUBSCRIBE with `info` (with an id: a resubscription) and waits for
+    /// SUBSCRIBED. Its stream id and provider id are kept for later calls.
+    pub async fn subscribe(
+        &self,
+        info: v1::ResourceProviderInfo,
+    ) -> Result<ProviderSubscription, ClientError> {
+        let resubscribing = info.id.as_ref().map(|i| i.value.clone());
+        let call = Call {
+            r#type: Some(call::Type::Subscribe as i32),
+            subscribe: Some(call::Subscribe {
+                resource_provider_info: info,
+            }),
+            ..Default::default()
+        };
+        let timeout = self.http.options().subscribe_timeout;
+        let deadline = tokio::time::Instant::now() + timeout;
+        let (stream_id, mut source) = self
+            .http
+            .subscribe::<Event>(
+                body_of(&call, self.content_type),
+                self.content_type,
+                deadline,
+            )
+            .await?;
+        let dropped = |how: &str| {
+            ClientError::Dropped(match &resubscribing {
+                Some(id) => format!(
+                    "{how} without SUBSCRIBED: the master does not know resource provider {id} (or its type and name differ)"
+                ),
+                None => format!("{how} without SUBSCRIBED"),
+            })
+        };
+        let first = match tokio::time::timeout_at(deadline, source.next()).await {
+            Err(_) => return Err(dropped(&format!("no event for {timeout:?}"))),
+            Ok(first) => first,
+        };
+        let provider_id = match first {
+            None | Some(Err(StreamError::Closed)) => {
+                return Err(dropped("the master closed the stream"));
+            }
+            Some(Err(e)) => return Err(ClientError::Stream(e)),
+            Some(Ok(Event {
+                subscribed: Some(event::Subscribed { provider_id }),
+                ..
+            })) => provider_id,
+            Some(Ok(other)) => {
+                return Err(ClientError::Unexpected {
+                    status: 200,
+                    body: format!(
+                        "the first event of a subscription is {:?}, not SUBSCRIBED",
+                        other.r#type()
+                    ),
+                });
+            }
+        };
+        {
+            let mut session = self.session();
+            session.stream_id = Some(stream_id.clone());
+            session.provider_id = Some(provider_id.clone());
+        }
+        Ok(ProviderSubscription {
+            provider_id,
+            stream_id: stream_id.to_str().unwrap_or_default().to_string(),
+            events: EventStream::new(source, None),
+        })
+    }
+
+    /// Sends any call but SUBSCRIBE with the stream id, filling in the
+    /// provider id of the subscription when the call has none.
+    pub async fn call(&self, mut call: Call) -> Result<(), ClientError> {
+        let stream_id = {
+            let session = self.session();
+            if call.resource_provider_id.is_none() {
+                call.resource_provider_id = session.provider_id.clone();
+            }
+            session.stream_id.clone()
+        };
+        if call.resource_provider_id.is_none() || stream_id.is_none() {
+            return Err(ClientError::NotSubscribed);
+        }
+        self.http
+            .call(
+                body_of(&call, self.content_type),
+                self.content_type,
+                stream_id.as_ref(),
+            )
+            .await
+            .map(drop)
+    }
+
+    /// UPDATE_STATE: the provider's total resources, its pending and
+    /// unacknowledged operations, and its resource version.
+    pub async fn update_state(&self, update: call::UpdateState) -> Result<(), ClientError> {
+        self.call(Call {
+            r#type: Some(call::Type::UpdateState as i32),
+            update_state: Some(update),
+            ..Default::default()
+        })
+        .await
+    }
+
+    /// UPDATE_OPERATION_STATUS: a new status of an operation (retried by
+    /// the provider until the master acknowledges it).
+    pub async fn update_operation_status(
+        &self,
+        update: call::UpdateOperationStatus,
+    ) -> Result<(), ClientError> {
+        self.call(Call {
+            r#type: Some(call::Type::UpdateOperationStatus as i32),
+            update_operation_status: Some(update),
+            ..Default::default()
+        })
+        .await
+    }
+
+    /// UPDATE_PUBLISH_RESOURCES_STATUS: the answer to PUBLISH_RESOURCES.
+    pub async fn update_publish_resources_status(
+        &self,
+        update: call::UpdatePublishResourcesStatus,
+    ) -> Result<(), ClientError> {
+        self.call(Call {
+            r#type: Some(call::Type::UpdatePublishResourcesStatus as i32),
+            update_publish_resources_status: Some(update),
+            ..Default::default()
+        })
+        .await
+    }
+}
