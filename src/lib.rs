@@ -7,9 +7,11 @@ pub use unisched_si as si;
 
 pub mod bench;
 pub mod cli;
+pub mod replay;
 pub mod scenario;
 pub mod simulate;
 pub mod soak;
+pub mod trace;
 pub mod watch;
 pub mod workload;
 

@@ -127,10 +127,14 @@ impl Rm {
     }
 
     fn node(&self, memory: i64, existing: Vec<si::Allocation>) {
+        self.node_named("n", memory, existing);
+    }
+
+    fn node_named(&self, id: &str, memory: i64, existing: Vec<si::Allocation>) {
         self.sched
             .update_node(si::NodeRequest {
                 nodes: vec![si::NodeInfo {
-                    node_id: "n".to_string(),
+                    node_id: id.to_string(),
                     action: si::node_info::ActionFromRm::Create as i32,
                     schedulable_resource: res(memory),
                     existing_allocations: existing,
@@ -236,9 +240,12 @@ fn regression_no_dangling_reservation_after_ask_shrinks() {
     let rm = Rm::new();
     rm.app();
     rm.node(100, vec![]);
+    // A second, smaller node: the root's max (the cluster's capacity) then
+    // has room for a second allocation that no node can hold.
+    rm.node_named("m", 50, vec![]);
     rm.ask("k", 60, 2);
     assert_eq!(rm.snapshot().unwrap().allocations.len(), 1);
-    // The second allocation does not fit; after the delay the ask reserves the node.
+    // The second allocation does not fit; after the delay the ask reserves n.
     rm.clock.advance(Duration::from_secs(3));
     rm.sched.wake();
     let snap = rm.snapshot().unwrap();
@@ -566,5 +573,48 @@ fn regression_ask_outlives_its_replacement_in_flight() {
 fn regression_rerun_forgets_the_failures_of_the_pass_before() {
     for seed in [201855, 202527] {
         check(seed, 1000, false, true);
+    }
+}
+
+/// Core bug 11 (this session's recovered-placeholder counting): a
+/// placeholder the RM recovered counted once more in its task group when the
+/// RM had re-sent its ask first (`maxAllocations` counting the live ones), so
+/// after every placeholder was replaced the group still had placeholders
+/// "outstanding" and the next real ask of the group waited forever. Found as
+/// a liveness violation at step 328,770 of `soak --seed 1 --steps 1000000`.
+/// Each placeholder ask now counts what it stands for once, in either order.
+#[test]
+fn regression_a_recovered_placeholder_counts_once() {
+    for asks_first in [true, false] {
+        let rm = Rm::new();
+        rm.gang_app(20);
+        let recovered = |id: &str| si::Allocation {
+            allocation_key: "ph".to_string(),
+            allocation_id: id.to_string(),
+            resource_per_alloc: res(10),
+            node_id: "n".to_string(),
+            application_id: "app".to_string(),
+            partition_name: "default".to_string(),
+            task_group_name: "tg".to_string(),
+            placeholder: true,
+            ..Default::default()
+        };
+        // Both placeholders run already: the ask wants 2, both are live.
+        if asks_first {
+            rm.group_asks(&[("ph", 10, 2, true)]);
+            rm.node(100, vec![recovered("ph-0"), recovered("ph-1")]);
+        } else {
+            rm.node(100, vec![recovered("ph-0"), recovered("ph-1")]);
+            rm.group_asks(&[("ph", 10, 2, true)]);
+        }
+        rm.group_asks(&[("real", 10, 2, false)]);
+        rm.sched.settle();
+        assert_eq!(rm.replaced().len(), 2, "asks first: {asks_first}");
+        rm.confirm_replaced("ph-0");
+        rm.confirm_replaced("ph-1");
+        // Nothing of the group is left to replace: the next real ask of the
+        // group is scheduled normally.
+        rm.group_asks(&[("more", 10, 1, false)]);
+        assert_eq!(rm.pending("more"), 0, "asks first: {asks_first}");
     }
 }

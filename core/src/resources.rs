@@ -393,6 +393,20 @@ impl Resource {
             .all(|(a, b)| a <= b)
     }
 
+    /// Whether `self + extra` (saturating) fits in `limit`, over the used
+    /// `lanes` only: the headroom check of every queue on an ask's path,
+    /// without building the sum's sixteen lanes. Exact when both are value
+    /// vectors and `limit` is not negative in unused lanes.
+    #[inline]
+    pub fn plus_fits_in_lanes(&self, extra: &Resource, limit: &Resource, lanes: Lanes) -> bool {
+        let n = lanes.0;
+        self.0[..n]
+            .iter()
+            .zip(extra.0[..n].iter())
+            .zip(limit.0[..n].iter())
+            .all(|((a, e), l)| a.saturating_add(*e) <= *l)
+    }
+
     /// `self + other`, saturating.
     pub fn plus(&self, other: &Resource) -> Resource {
         let mut out = *self;

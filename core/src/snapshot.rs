@@ -29,6 +29,13 @@ pub struct PartitionSnapshot {
     pub nodes: Vec<NodeSnapshot>,
     /// Allocations, by allocation id.
     pub allocations: Vec<AllocationSnapshot>,
+    /// Whether preemption runs in this partition.
+    pub preemption_enabled: bool,
+    /// Node sort weights by resource type, as configured (empty: the default,
+    /// vcore 1 and memory 1).
+    pub node_sort_weights: BTreeMap<String, f64>,
+    /// Placement rules as configured (empty: the implicit `provided` rule).
+    pub placement_rules: Vec<crate::config::PlacementRuleConfig>,
 }
 
 /// A queue.
@@ -56,6 +63,8 @@ pub struct QueueSnapshot {
     pub running_applications: u64,
     /// Effective properties after inheritance.
     pub properties: BTreeMap<String, String>,
+    /// What dynamic children created under this queue get, when configured.
+    pub child_template: Option<crate::config::ChildTemplateConfig>,
 }
 
 /// An application.
@@ -76,8 +85,11 @@ pub struct ApplicationSnapshot {
     pub limit_group: Option<String>,
     /// State name: New, Accepted, Running, Completing, Completed, Rejected, ...
     pub state: String,
-    /// Resources allocated to the application.
+    /// Resources allocated to the application's real allocations.
     pub allocated: ResourceMap,
+    /// Resources held by the application's placeholders (not in
+    /// `allocated`; its queue and nodes count both, as upstream).
+    pub placeholder: ResourceMap,
     /// Resources asked for and not yet allocated.
     pub pending: ResourceMap,
     /// Pending asks (an ask counts once however many allocations it still wants).
@@ -86,6 +98,32 @@ pub struct ApplicationSnapshot {
     pub allocation_count: usize,
     /// Submission time, nanoseconds since the Unix epoch.
     pub submission_time: u64,
+    /// Every state the application entered, oldest first, `New` included.
+    pub state_log: Vec<StateChange>,
+    /// Gang placeholders per task group (empty without gang scheduling).
+    pub placeholders: Vec<PlaceholderSnapshot>,
+}
+
+/// An application state transition.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct StateChange {
+    /// The state entered.
+    pub state: String,
+    /// When, nanoseconds since the Unix epoch.
+    pub time: u64,
+}
+
+/// The placeholders of one gang task group.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct PlaceholderSnapshot {
+    /// Task group name.
+    pub task_group: String,
+    /// Placeholders asked for.
+    pub count: u32,
+    /// Placeholders replaced by real allocations.
+    pub replaced: u32,
+    /// Placeholders that went otherwise (timed out, released, ask removed).
+    pub timed_out: u32,
 }
 
 /// A pending ask.
@@ -101,6 +139,16 @@ pub struct AskSnapshot {
     pub priority: i32,
     /// Node reserved for this ask, if any.
     pub reserved_node: Option<String>,
+    /// Arrival time, nanoseconds since the Unix epoch.
+    pub created: u64,
+    /// Tags from the RM.
+    pub tags: BTreeMap<String, String>,
+    /// Gang task group (empty when none).
+    pub task_group: String,
+    /// Gang placeholder.
+    pub placeholder: bool,
+    /// Originator of its application.
+    pub originator: bool,
 }
 
 /// A node.
@@ -145,6 +193,19 @@ pub struct AllocationSnapshot {
     pub placeholder: bool,
     /// Ask priority.
     pub priority: i32,
+    /// When the allocation was made or recovered, nanoseconds since the epoch.
+    pub created: u64,
+    /// When its ask arrived (0 when the ask is gone, as for a recovered
+    /// allocation), nanoseconds since the epoch.
+    pub requested: u64,
+    /// Gang task group (empty when none).
+    pub task_group: String,
+    /// Originator of its application.
+    pub originator: bool,
+    /// Tags copied from the ask.
+    pub tags: BTreeMap<String, String>,
+    /// Released by preemption, waiting for the RM's confirmation.
+    pub preempted: bool,
 }
 
 impl PartitionSnapshot {

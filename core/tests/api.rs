@@ -283,7 +283,10 @@ fn bad_input_is_rejected_with_reasons() {
         nodes.iter().any(|r| r.contains("unknown node action")),
         "{nodes:?}"
     );
-    assert_eq!(rec.rejected_allocations().count(), 1);
+    // A release of an allocation the core does not have is ignored, as
+    // upstream ignores it (it races with the core's own releases).
+    assert_eq!(rec.rejected_allocations().count(), 0);
+    assert_eq!(rec.released().count(), 0);
     // Nothing else changed.
     assert_eq!(snap.applications.len(), 1);
     assert!(snap.allocations.is_empty());

@@ -528,9 +528,10 @@ fn a_restricted_node_is_offered_only_to_its_queue_subtree() {
     let rm = Rm::new(ROLES);
     // `res` stands for resources reserved to role `team`; `shared` for anyone's.
     rm.agents(&[("res", 2000, 1024), ("shared", 2000, 1024)]);
-    rm.offers(vec![OfferChange::Restrict {
+    rm.offers(vec![OfferChange::NodeTerms {
         node_id: "res".to_string(),
         queue: Some("root.team".to_string()),
+        any_remainder: false,
     }]);
     rm.framework("outsider", "root.r2");
     let leases = rm.leases_of("outsider");
@@ -547,18 +548,20 @@ fn a_restricted_node_is_offered_only_to_its_queue_subtree() {
         active: false,
     }]);
     rm.decline(&leases[0], Duration::ZERO);
-    rm.offers(vec![OfferChange::Restrict {
+    rm.offers(vec![OfferChange::NodeTerms {
         node_id: "res".to_string(),
         queue: None,
+        any_remainder: false,
     }]);
     rm.framework("other", "root.r2");
     let leases = rm.leases_of("other");
     assert_eq!(leases.len(), 1, "{leases:?}");
     assert_eq!(leases[0].node_id, "res");
     // A restriction of a node that is not there is refused with a reason.
-    rm.offers(vec![OfferChange::Restrict {
+    rm.offers(vec![OfferChange::NodeTerms {
         node_id: "nowhere".to_string(),
         queue: Some("root.r1".to_string()),
+        any_remainder: false,
     }]);
     rm.sched.settle();
     let rejected: Vec<String> = rm
@@ -576,55 +579,28 @@ fn a_restricted_node_is_offered_only_to_its_queue_subtree() {
 }
 
 #[test]
-fn a_node_offered_whatever_it_holds_is_offered_disk_alone() {
+fn a_node_with_any_remainder_terms_is_offered_below_the_minimum() {
     let rm = Rm::new(ROLES);
-    // A pool of disk only (a Mesos resource provider's): no minimum fits in it.
+    // Only disk: below the minimum (cpus 0.01 or mem 32).
     rm.sched
         .update_node(si::NodeRequest {
             nodes: vec![si::NodeInfo {
-                node_id: "pool".to_string(),
+                node_id: "disk-only".to_string(),
                 action: si::node_info::ActionFromRm::Create as i32,
-                schedulable_resource: Some(res(&[("disk", 1000)])),
+                schedulable_resource: Some(res(&[("disk", 1 << 30)])),
                 ..Default::default()
             }],
             rm_id: RM.to_string(),
         })
         .unwrap();
-    rm.framework("fw", "root.r2");
-    assert!(
-        rm.leases_of("fw").is_empty(),
-        "cpus 0.01 or mem 32 must fit"
-    );
-    rm.offers(vec![OfferChange::AnyRemainder {
-        node_id: "pool".to_string(),
-        any: true,
+    rm.framework("fw1", "root.r2");
+    assert!(rm.leases_of("fw1").is_empty(), "below the minimum");
+    rm.offers(vec![OfferChange::NodeTerms {
+        node_id: "disk-only".to_string(),
+        queue: None,
+        any_remainder: true,
     }]);
-    let leases = rm.leases_of("fw");
+    let leases = rm.leases_of("fw1");
     assert_eq!(leases.len(), 1, "{leases:?}");
-    assert_eq!(quantity(&leases[0], "disk"), 1000);
-    // Back under the minimum: declined without a filter, not offered again.
-    rm.offers(vec![OfferChange::AnyRemainder {
-        node_id: "pool".to_string(),
-        any: false,
-    }]);
-    rm.decline(&leases[0], Duration::ZERO);
-    assert!(rm.leases_of("fw").is_empty());
-    // A node that is not there is refused with a reason.
-    rm.offers(vec![OfferChange::AnyRemainder {
-        node_id: "nowhere".to_string(),
-        any: true,
-    }]);
-    rm.sched.settle();
-    let rejected: Vec<String> = rm
-        .rec
-        .recorded()
-        .rejected_asks()
-        .map(|r| r.reason.clone())
-        .collect();
-    assert!(
-        rejected
-            .iter()
-            .any(|r| r.contains("offer floor: node nowhere not found")),
-        "{rejected:?}"
-    );
+    assert_eq!(quantity(&leases[0], "disk"), 1 << 30);
 }

@@ -138,6 +138,10 @@ proptest! {
         let non_negative_limit = limit.clamp_negative();
         prop_assert_eq!(a.fits_in(&b), a.fits_in_lanes(&b, lanes));
         prop_assert_eq!(a.fits_in(&non_negative_limit), a.fits_in_lanes(&non_negative_limit, lanes));
+        prop_assert_eq!(
+            a.plus(&b).fits_in(&non_negative_limit),
+            a.plus_fits_in_lanes(&b, &non_negative_limit, lanes)
+        );
         prop_assert_eq!(a.dominant_share(&base), a.dominant_share_in(&base, lanes));
     }
 }

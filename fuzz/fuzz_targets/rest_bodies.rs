@@ -1,7 +1,7 @@
 //! Fuzz target: request bodies the REST API parses, as its handlers parse them.
 //!
-//! Two routes read a body (`server/src/rest.rs`), both as raw bytes that must be
-//! UTF-8 (`utf8`):
+//! Two routes read a body (`server/src/rest/config.rs`), both as raw bytes that
+//! must be UTF-8 (`utf8`):
 //! - `POST /ws/v1/validate-conf` (`validate_conf`): `unisched_core::config::parse`,
 //!   answered as JSON `{"allowed": bool, "reason"?: errors}`;
 //! - `PUT /ws/v1/config` (`put_config`): `Scheduler::set_config(rm, text)` on a live
@@ -14,7 +14,8 @@
 //! and afterwards every partition still answers `snapshot()`. The live scheduler
 //! holds nodes, apps, allocations and pending asks; after an accepted config it
 //! is put back to that state, so each input starts from the same state.
-//! No route parses a JSON body; query strings are axum's.
+//! No route parses a JSON body; query strings are taken as text and their
+//! numbers parsed by the handlers (a bad one is a 400).
 
 #![no_main]
 

@@ -8,6 +8,8 @@
 //! and passes, unless `UNISCHED_REQUIRE_PYMESOS=1` (set by CI) makes that a
 //! failure.
 
+mod common;
+
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
@@ -78,7 +80,7 @@ async fn pymesos_runs_command_tasks_to_completion() {
     let summary: serde_json::Value = serde_json::from_str(stdout.trim()).expect("JSON summary");
     assert_eq!(summary["finished"], 6, "{summary}");
     // Each task wrote into its own sandbox.
-    let outputs = walk(&work_dir)
+    let outputs = common::walk(&work_dir)
         .into_iter()
         .filter(|p| p.file_name().is_some_and(|n| n == "out.txt"))
         .count();
@@ -106,20 +108,4 @@ async fn pymesos_runs_command_tasks_to_completion() {
     cluster.stop();
     tokio::time::sleep(Duration::from_millis(50)).await;
     let _ = std::fs::remove_dir_all(work_dir);
-}
-
-fn walk(dir: &std::path::Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    if let Ok(entries) = std::fs::read_dir(dir) {
-        for e in entries.flatten() {
-            let p = e.path();
-            // Not through symlinks (a sandbox's `latest` link, as Mesos makes).
-            if e.file_type().is_ok_and(|t| t.is_dir()) {
-                out.extend(walk(&p));
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out
 }

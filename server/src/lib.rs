@@ -30,6 +30,7 @@
 //! core takes; the core knows nothing of this crate.
 
 pub mod auth;
+pub mod dashboard;
 pub mod default_config;
 pub mod grpc;
 pub mod hub;
@@ -101,6 +102,9 @@ pub struct ServerOptions {
     /// A Mesos-compatible master (with embedded agents) on the same core,
     /// as an RM of its own; `None` serves no Mesos API.
     pub mesos: Option<unisched_mesos::local::LocalOptions>,
+    /// How often the totals of `/ws/v1/history/*` are sampled (upstream:
+    /// once a minute).
+    pub history_interval: Duration,
 }
 
 impl Default for ServerOptions {
@@ -114,6 +118,7 @@ impl Default for ServerOptions {
             tls: None,
             max_concurrent_streams: DEFAULT_MAX_CONCURRENT_STREAMS,
             mesos: None,
+            history_interval: rest::history::DEFAULT_INTERVAL,
         }
     }
 }
@@ -204,11 +209,25 @@ pub async fn start(scheduler: Scheduler, options: ServerOptions) -> std::io::Res
         }
     });
 
-    let app = rest::router(rest::RestState::new(
+    let history = Arc::new(rest::History::new(rest::history::DEFAULT_RECORDS));
+    tokio::spawn(rest::history::run(
+        history.clone(),
+        scheduler.clone(),
+        options.history_interval,
+        stopping.clone(),
+    ));
+    let mesos_link = mesos.as_ref().map(|m| rest::MesosLink {
+        master: m.master.clone(),
+        addr: m.addr,
+    });
+    let state = rest::RestState::new(
         scheduler,
         options.token.clone(),
         stopping.clone(),
-    ));
+        history,
+        mesos_link,
+    );
+    let app = dashboard::router(state.clone()).merge(rest::router(state));
     let mut http_stop = stopping;
     let http = match &options.tls {
         None => tokio::spawn(async move {

@@ -1,39 +1,74 @@
-//! REST under `/ws/v1`, with YuniKorn's routes and JSON field names, built from
-//! the snapshots the core publishes.
+//! REST under `/ws/v1` and `/debug`: every route of YuniKorn's web service,
+//! with its JSON field names and shapes, built from the snapshots the core
+//! publishes.
 //!
 //! Reads never wait for the scheduling loop while its published view is fresh
 //! (`Scheduler::published`); when it is stale the first read takes a snapshot
 //! through the loop, on a blocking task so the runtime never stalls. Reads are
-//! open; every other method needs the bearer token when one is set.
+//! open; every other method needs the bearer token when one is set. Every
+//! answer carries the CORS headers upstream sends, so a web UI served from
+//! another origin (YuniKorn's own) can read the API.
+//!
+//! Where the answer differs from upstream on purpose, the handler says why
+//! (and `server/REST.md` lists it).
 
-mod dao;
+mod apps;
+mod config;
+mod debug;
 mod events;
 mod health;
+pub mod history;
 mod metrics;
+mod nodes;
+mod partitions;
+mod queues;
+mod resources;
 mod usage;
 
+use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use axum::Router;
-use axum::extract::{DefaultBodyLimit, Path, Query, Request, State};
-use axum::http::{HeaderMap, Method, StatusCode, header};
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use unisched_core::{PartitionSnapshot, Scheduler};
+use unisched_mesos::master::MasterHandle;
 use unisched_shim_api::SchedulerError;
 
 use crate::auth::Token;
 
+pub use events::OpenStreams;
+pub use history::History;
+
 /// What the handlers share.
 #[derive(Clone)]
 pub struct RestState {
-    scheduler: Scheduler,
+    pub(crate) scheduler: Scheduler,
     token: Token,
     /// Turns true when the server shuts down; event streams end then.
     stopping: tokio::sync::watch::Receiver<bool>,
     /// Open `events/stream` responses.
-    streams: Arc<std::sync::atomic::AtomicUsize>,
+    streams: OpenStreams,
+    /// Totals over time for `history/apps` and `history/containers`.
+    pub(crate) history: Arc<History>,
+    /// When the server started (the clusters' `startTime`).
+    pub(crate) started: SystemTime,
+    /// The Mesos-compatible master, when the server runs one.
+    pub(crate) mesos: Option<MesosLink>,
+}
+
+/// The Mesos-compatible master the server runs, and where its own HTTP
+/// endpoints listen.
+#[derive(Clone)]
+pub struct MesosLink {
+    /// The master.
+    pub master: MasterHandle,
+    /// Its HTTP address (`/state`, `/metrics/snapshot`, `/health`, ...).
+    pub addr: std::net::SocketAddr,
 }
 
 impl RestState {
@@ -43,12 +78,17 @@ impl RestState {
         scheduler: Scheduler,
         token: Token,
         stopping: tokio::sync::watch::Receiver<bool>,
+        history: Arc<History>,
+        mesos: Option<MesosLink>,
     ) -> Self {
         Self {
             scheduler,
             token,
             stopping,
-            streams: Arc::default(),
+            streams: OpenStreams::default(),
+            history,
+            started: SystemTime::now(),
+            mesos,
         }
     }
 }
@@ -61,18 +101,22 @@ pub struct ApiError {
 }
 
 impl ApiError {
-    fn new(status: StatusCode, message: impl Into<String>) -> Self {
+    pub(crate) fn new(status: StatusCode, message: impl Into<String>) -> Self {
         Self {
             status,
             message: message.into(),
         }
     }
 
-    fn not_found(what: &str, name: &str) -> Self {
+    pub(crate) fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, message)
+    }
+
+    pub(crate) fn not_found(what: &str, name: &str) -> Self {
         Self::new(StatusCode::NOT_FOUND, format!("{what} {name} not found"))
     }
 
-    fn internal(e: impl std::fmt::Display) -> Self {
+    pub(crate) fn internal(e: impl std::fmt::Display) -> Self {
         Self::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
     }
 
@@ -101,40 +145,114 @@ impl IntoResponse for ApiError {
     }
 }
 
-type ApiResult<T> = Result<T, ApiError>;
+pub(crate) type ApiResult<T> = Result<T, ApiError>;
 
-/// The router for `/ws/v1`.
+/// The query string as name to value; parsing a value is the handler's job,
+/// so a bad one is answered in YuniKorn's error shape.
+pub(crate) type Params = axum::extract::Query<HashMap<String, String>>;
+
+/// The router for `/ws/v1` and `/debug`.
 pub fn router(state: RestState) -> Router {
     Router::new()
-        .route("/ws/v1/partitions", get(partitions))
-        .route("/ws/v1/partition/{p}/queues", get(queues))
-        .route("/ws/v1/partition/{p}/queue/{q}", get(queue))
-        .route("/ws/v1/partition/{p}/nodes", get(nodes))
-        .route("/ws/v1/partition/{p}/node/{n}", get(node))
-        .route("/ws/v1/partition/{p}/applications", get(applications))
+        .route("/ws/v1/clusters", get(partitions::clusters_route))
+        .route("/ws/v1/partitions", get(partitions::partitions))
+        .route(
+            "/ws/v1/partition/{p}/placementrules",
+            get(partitions::placement_rules),
+        )
+        .route("/ws/v1/partition/{p}/queues", get(queues::queues))
+        .route("/ws/v1/partition/{p}/queue/{q}", get(queues::queue))
+        .route("/ws/v1/partition/{p}/nodes", get(nodes::nodes))
+        .route("/ws/v1/partition/{p}/node/{n}", get(nodes::node_route))
+        .route(
+            "/ws/v1/partition/{p}/applications",
+            get(apps::partition_apps),
+        )
         .route(
             "/ws/v1/partition/{p}/applications/{state}",
-            get(applications_by_state),
+            get(apps::partition_apps_by_state),
         )
         .route(
             "/ws/v1/partition/{p}/queue/{q}/applications",
-            get(queue_applications),
+            get(apps::queue_apps),
         )
-        .route("/ws/v1/partition/{p}/application/{a}", get(application))
-        .route("/ws/v1/partition/{p}/usage/users", get(usage_users))
-        .route("/ws/v1/partition/{p}/usage/groups", get(usage_groups))
-        .route("/ws/v1/partition/{p}/usage/user/{u}", get(usage_user))
-        .route("/ws/v1/partition/{p}/usage/group/{g}", get(usage_group))
-        .route("/ws/v1/config", get(get_config).put(put_config))
-        .route("/ws/v1/scheduler/healthcheck", get(healthcheck))
-        .route("/ws/v1/validate-conf", post(validate_conf))
+        .route(
+            "/ws/v1/partition/{p}/queue/{q}/applications/{state}",
+            get(apps::queue_apps_by_state),
+        )
+        .route(
+            "/ws/v1/partition/{p}/queue/{q}/application/{a}",
+            get(apps::queue_app),
+        )
+        .route("/ws/v1/partition/{p}/application/{a}", get(apps::app))
+        .route("/ws/v1/partition/{p}/usage/users", get(usage::users_route))
+        .route(
+            "/ws/v1/partition/{p}/usage/groups",
+            get(usage::groups_route),
+        )
+        .route(
+            "/ws/v1/partition/{p}/usage/user/{u}",
+            get(usage::user_route),
+        )
+        .route(
+            "/ws/v1/partition/{p}/usage/group/{g}",
+            get(usage::group_route),
+        )
+        .route(
+            "/ws/v1/config",
+            get(config::get_config).put(config::put_config),
+        )
+        .route("/ws/v1/validate-conf", post(config::validate_conf))
+        .route("/ws/v1/scheduler/healthcheck", get(health::route))
+        .route(
+            "/ws/v1/scheduler/node-utilizations",
+            get(nodes::utilizations),
+        )
+        .route("/ws/v1/history/apps", get(history::apps))
+        .route("/ws/v1/history/containers", get(history::containers))
         .route("/ws/v1/events/batch", get(events::batch))
         .route("/ws/v1/events/stream", get(events::stream))
-        .route("/ws/v1/fullstatedump", get(fullstatedump))
-        .route("/ws/v1/metrics", get(metrics))
+        .route("/ws/v1/metrics", get(metrics::route))
+        .route("/ws/v1/stack", get(debug::moved))
+        .route("/ws/v1/fullstatedump", get(debug::moved))
+        .route("/debug/stack", get(debug::stack))
+        .route("/debug/fullstatedump", get(debug::full_state_dump))
+        .route("/debug/pprof", get(debug::pprof))
+        .route("/debug/pprof/{*profile}", get(debug::pprof))
+        .fallback(not_found)
         .layer(DefaultBodyLimit::max(crate::MAX_BODY_BYTES))
         .layer(middleware::from_fn_with_state(state.clone(), require_token))
+        .layer(middleware::from_fn(cors))
+        .layer(middleware::from_fn(contain_panics))
         .with_state(state)
+}
+
+/// A handler that panics answers 500 with the panic's message; the
+/// connection's task goes on and nothing escapes into the runtime.
+pub(crate) async fn contain_panics(request: Request, next: Next) -> Response {
+    use futures_util::FutureExt as _;
+    match std::panic::AssertUnwindSafe(next.run(request))
+        .catch_unwind()
+        .await
+    {
+        Ok(response) => response,
+        Err(panic) => {
+            let message = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".to_string());
+            tracing::error!(%message, "REST handler panicked");
+            ApiError::internal(format!("the handler failed: {message}")).into_response()
+        }
+    }
+}
+
+async fn not_found(request: Request) -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        format!("no route {} {}", request.method(), request.uri().path()),
+    )
 }
 
 async fn require_token(State(state): State<RestState>, request: Request, next: Next) -> Response {
@@ -150,8 +268,41 @@ async fn require_token(State(state): State<RestState>, request: Request, next: N
     }
 }
 
+/// Upstream's CORS headers on every answer (any origin; GET and OPTIONS, or
+/// POST and OPTIONS for a POST). A preflight is answered here: upstream's
+/// router answers OPTIONS without these headers, which leaves a preflighted
+/// request (one sending our bearer token, say) unable to pass, so this one
+/// also allows `Authorization`, the header the token travels in.
+async fn cors(request: Request, next: Next) -> Response {
+    let method = request.method().clone();
+    let mut response = if method == Method::OPTIONS {
+        StatusCode::NO_CONTENT.into_response()
+    } else {
+        next.run(request).await
+    };
+    let headers = response.headers_mut();
+    let methods = if method == Method::POST {
+        "OPTIONS, POST"
+    } else {
+        "GET, OPTIONS"
+    };
+    headers.insert(
+        header::ACCESS_CONTROL_ALLOW_ORIGIN,
+        HeaderValue::from_static("*"),
+    );
+    headers.insert(
+        header::ACCESS_CONTROL_ALLOW_METHODS,
+        HeaderValue::from_static(methods),
+    );
+    headers.insert(
+        header::ACCESS_CONTROL_ALLOW_HEADERS,
+        HeaderValue::from_static("X-Requested-With,Content-Type,Accept,Origin,Authorization"),
+    );
+    response
+}
+
 /// Runs a call that may wait for the scheduling thread on a blocking task.
-async fn blocking<T: Send + 'static>(
+pub(crate) async fn blocking<T: Send + 'static>(
     state: &RestState,
     f: impl FnOnce(&Scheduler) -> T + Send + 'static,
 ) -> ApiResult<T> {
@@ -161,296 +312,113 @@ async fn blocking<T: Send + 'static>(
         .map_err(ApiError::internal)
 }
 
-async fn all_snapshots(state: &RestState) -> ApiResult<Vec<Arc<PartitionSnapshot>>> {
+pub(crate) async fn all_snapshots(state: &RestState) -> ApiResult<Vec<Arc<PartitionSnapshot>>> {
     blocking(state, Scheduler::published_all).await
 }
 
-async fn snapshot(state: &RestState, partition: String) -> ApiResult<Arc<PartitionSnapshot>> {
+/// The partition named in a path: qualified (`[rmID]name`) or plain when
+/// only one RM has it.
+pub(crate) async fn snapshot(
+    state: &RestState,
+    partition: String,
+) -> ApiResult<Arc<PartitionSnapshot>> {
     let name = partition.clone();
     blocking(state, move |s| s.published(&name))
         .await?
         .ok_or_else(|| ApiError::not_found("partition", &partition))
 }
 
-async fn partitions(State(state): State<RestState>) -> ApiResult<impl IntoResponse> {
-    let snaps = all_snapshots(&state).await?;
-    Ok(axum::Json(
-        snaps.iter().map(|s| dao::partition(s)).collect::<Vec<_>>(),
-    ))
-}
-
-async fn queues(
-    State(state): State<RestState>,
-    Path(p): Path<String>,
-) -> ApiResult<impl IntoResponse> {
-    let snap = snapshot(&state, p).await?;
-    dao::queue_tree(&snap, "root")
-        .map(axum::Json)
-        .ok_or_else(|| ApiError::not_found("queue", "root"))
-}
-
-async fn queue(
-    State(state): State<RestState>,
-    Path((p, q)): Path<(String, String)>,
-) -> ApiResult<impl IntoResponse> {
-    let snap = snapshot(&state, p).await?;
-    dao::queue_tree(&snap, &q)
-        .map(axum::Json)
-        .ok_or_else(|| ApiError::not_found("queue", &q))
-}
-
-async fn nodes(
-    State(state): State<RestState>,
-    Path(p): Path<String>,
-) -> ApiResult<impl IntoResponse> {
-    let snap = snapshot(&state, p).await?;
-    Ok(axum::Json(
-        snap.nodes
-            .iter()
-            .map(|n| dao::node(&snap, n))
-            .collect::<Vec<_>>(),
-    ))
-}
-
-async fn node(
-    State(state): State<RestState>,
-    Path((p, n)): Path<(String, String)>,
-) -> ApiResult<impl IntoResponse> {
-    let snap = snapshot(&state, p).await?;
-    snap.node(&n)
-        .map(|node| axum::Json(dao::node(&snap, node)))
-        .ok_or_else(|| ApiError::not_found("node", &n))
-}
-
-async fn applications(
-    State(state): State<RestState>,
-    Path(p): Path<String>,
-) -> ApiResult<impl IntoResponse> {
-    let snap = snapshot(&state, p).await?;
-    Ok(axum::Json(dao::applications(&snap, |_| true)))
-}
-
-/// States an application leaves for good; every other state is `active`.
-const FINISHED_STATES: [&str; 4] = ["Completed", "Rejected", "Failed", "Expired"];
-
-async fn applications_by_state(
-    State(state): State<RestState>,
-    Path((p, wanted)): Path<(String, String)>,
-) -> ApiResult<impl IntoResponse> {
-    let snap = snapshot(&state, p).await?;
-    let wanted = wanted.to_lowercase();
-    let apps = match wanted.as_str() {
-        "active" => dao::applications(&snap, |a| {
-            !FINISHED_STATES
-                .iter()
-                .any(|f| f.eq_ignore_ascii_case(&a.state))
-        }),
-        _ => dao::applications(&snap, |a| a.state.eq_ignore_ascii_case(&wanted)),
-    };
-    Ok(axum::Json(apps))
-}
-
-async fn queue_applications(
-    State(state): State<RestState>,
-    Path((p, q)): Path<(String, String)>,
-) -> ApiResult<impl IntoResponse> {
-    let snap = snapshot(&state, p).await?;
-    if snap.queue(&q).is_none() {
-        return Err(ApiError::not_found("queue", &q));
-    }
-    Ok(axum::Json(dao::applications(&snap, |a| a.queue == q)))
-}
-
-async fn application(
-    State(state): State<RestState>,
-    Path((p, a)): Path<(String, String)>,
-) -> ApiResult<impl IntoResponse> {
-    let snap = snapshot(&state, p).await?;
-    let mut apps = dao::applications(&snap, |app| app.id == a);
-    apps.pop()
-        .map(axum::Json)
-        .ok_or_else(|| ApiError::not_found("application", &a))
-}
-
-async fn usage_users(
-    State(state): State<RestState>,
-    Path(p): Path<String>,
-) -> ApiResult<impl IntoResponse> {
-    let snap = snapshot(&state, p).await?;
-    Ok(axum::Json(usage::users(&snap)))
-}
-
-async fn usage_groups(
-    State(state): State<RestState>,
-    Path(p): Path<String>,
-) -> ApiResult<impl IntoResponse> {
-    let snap = snapshot(&state, p).await?;
-    Ok(axum::Json(usage::groups(&snap)))
-}
-
-async fn usage_user(
-    State(state): State<RestState>,
-    Path((p, u)): Path<(String, String)>,
-) -> ApiResult<impl IntoResponse> {
-    let snap = snapshot(&state, p).await?;
-    usage::users(&snap)
-        .into_iter()
-        .find(|x| x.user_name == u)
-        .map(axum::Json)
-        .ok_or_else(|| ApiError::not_found("user", &u))
-}
-
-async fn usage_group(
-    State(state): State<RestState>,
-    Path((p, g)): Path<(String, String)>,
-) -> ApiResult<impl IntoResponse> {
-    let snap = snapshot(&state, p).await?;
-    usage::groups(&snap)
-        .into_iter()
-        .find(|x| x.group_name == g)
-        .map(axum::Json)
-        .ok_or_else(|| ApiError::not_found("group", &g))
-}
-
-#[derive(serde::Deserialize)]
-struct RmQuery {
-    /// The RM whose configuration is meant; optional with a single RM.
-    #[serde(rename = "rmID")]
-    rm_id: Option<String>,
-}
-
-/// The RM a config call means: the one named, else the only one registered.
-fn rm_of(scheduler: &Scheduler, query: RmQuery) -> ApiResult<String> {
-    if let Some(rm) = query.rm_id {
-        return Ok(rm);
-    }
-    let mut rms = scheduler.resource_managers();
-    match rms.len() {
-        1 => Ok(rms.remove(0)),
-        0 => Err(ApiError::new(
-            StatusCode::NOT_FOUND,
-            "no resource manager is registered",
-        )),
-        _ => Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            format!("several resource managers are registered ({rms:?}): name one with ?rmID="),
-        )),
+/// Checks a queue path from a URL the way upstream does: each part a valid
+/// queue name.
+pub(crate) fn valid_queue_path(path: &str) -> ApiResult<()> {
+    match path
+        .split('.')
+        .find(|part| !unisched_core::config::names::is_valid_queue_name(part))
+    {
+        Some(part) => Err(ApiError::bad_request(format!(
+            "invalid queue name '{part}' in '{path}'"
+        ))),
+        None => Ok(()),
     }
 }
 
-/// `GET /ws/v1/config`: the configuration text in force (YAML), or, with
-/// `Accept: application/json`, `{rmID, checksum, config}`.
-async fn get_config(
-    State(state): State<RestState>,
-    Query(query): Query<RmQuery>,
-    headers: HeaderMap,
-) -> ApiResult<Response> {
-    let rm = rm_of(&state.scheduler, query)?;
-    let text = state
-        .scheduler
-        .config(&rm)
-        .ok_or_else(|| ApiError::not_found("resource manager", &rm))?;
-    let json = headers
-        .get(header::ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.contains("application/json"));
-    if json {
-        let checksum = unisched_core::config::checksum(&text);
-        return Ok(axum::Json(serde_json::json!({
-            "rmID": rm,
-            "checksum": checksum,
-            "config": text,
-        }))
-        .into_response());
+/// Nanoseconds since the Unix epoch.
+pub(crate) fn unix_nanos(t: SystemTime) -> u64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
+/// How lists of partitions name each one: plainly, as upstream, unless
+/// another RM has a partition of the same name; then `[rmID]name`, which
+/// routes taking `{p}` accept, so a client that builds URLs from the names
+/// (YuniKorn's web UI does) reaches the right one.
+pub(crate) fn partition_labels(snaps: &[Arc<PartitionSnapshot>]) -> Vec<String> {
+    snaps
+        .iter()
+        .map(|s| {
+            let shared = snaps.iter().filter(|o| o.name == s.name).nth(1).is_some();
+            if shared {
+                format!("[{}]{}", s.rm_id, s.name)
+            } else {
+                s.name.clone()
+            }
+        })
+        .collect()
+}
+
+/// The partition name without its `[rmID]` prefix.
+pub fn plain_name(qualified: &str) -> &str {
+    match qualified.strip_prefix('[').and_then(|r| r.split_once(']')) {
+        Some((_, name)) => name,
+        None => qualified,
     }
-    Ok(([(header::CONTENT_TYPE, "application/x-yaml")], text).into_response())
 }
 
-/// `PUT /ws/v1/config`: applies the YAML body, then asks the RM to persist it.
-async fn put_config(
-    State(state): State<RestState>,
-    Query(query): Query<RmQuery>,
-    body: axum::body::Bytes,
-) -> ApiResult<impl IntoResponse> {
-    let text = utf8(&body)?.to_string();
-    let rm = rm_of(&state.scheduler, query)?;
-    let answer = blocking(&state, move |s| s.set_config(&rm, &text))
-        .await?
-        .map_err(|e| ApiError::of(&e))?;
-    if !answer.success {
-        return Err(ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!(
-                "the configuration was applied but the resource manager did not persist it: {}",
-                answer.reason
-            ),
-        ));
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_names() {
+        for (q, p) in [
+            ("[rm1]default", "default"),
+            ("default", "default"),
+            ("[x", "[x"),
+        ] {
+            assert_eq!(plain_name(q), p);
+        }
     }
-    Ok(axum::Json(serde_json::json!({
-        "persisted": true,
-        "oldConfig": answer.old_config,
-    })))
-}
 
-fn utf8(body: &[u8]) -> ApiResult<&str> {
-    std::str::from_utf8(body).map_err(|e| {
-        ApiError::new(
-            StatusCode::BAD_REQUEST,
-            format!("the configuration is not UTF-8 text: {e}"),
-        )
-    })
-}
+    #[tokio::test]
+    async fn a_panicking_handler_answers_500_and_the_server_goes_on() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        async fn boom() -> &'static str {
+            panic!("kaboom")
+        }
+        let app = Router::new()
+            .route("/boom", get(boom))
+            .route("/ok", get(|| async { "fine" }))
+            .layer(middleware::from_fn(contain_panics));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        for (path, want) in [("/boom", "500"), ("/ok", "200"), ("/boom", "500")] {
+            let mut conn = tokio::net::TcpStream::connect(addr).await.unwrap();
+            let request = format!("GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+            conn.write_all(request.as_bytes()).await.unwrap();
+            let mut text = String::new();
+            conn.read_to_string(&mut text).await.unwrap();
+            assert_eq!(&text[9..12], want, "{path}: {text}");
+            if want == "500" {
+                assert!(text.contains("kaboom"), "{text}");
+            }
+        }
+    }
 
-async fn healthcheck(State(state): State<RestState>) -> ApiResult<impl IntoResponse> {
-    let snaps = all_snapshots(&state).await?;
-    Ok(axum::Json(health::check_all(&snaps)))
-}
-
-async fn validate_conf(body: axum::body::Bytes) -> ApiResult<impl IntoResponse> {
-    let text = utf8(&body)?;
-    let answer = match unisched_core::config::parse(text) {
-        Ok(_) => serde_json::json!({ "allowed": true }),
-        Err(errors) => serde_json::json!({ "allowed": false, "reason": errors.to_string() }),
-    };
-    Ok(axum::Json(answer))
-}
-
-/// `fullstatedump`: everything a bug report needs, in one document.
-async fn fullstatedump(State(state): State<RestState>) -> ApiResult<impl IntoResponse> {
-    let snaps = all_snapshots(&state).await?;
-    let scheduler = state.scheduler.clone();
-    let configs: std::collections::BTreeMap<String, String> = scheduler
-        .resource_managers()
-        .into_iter()
-        .filter_map(|rm| scheduler.config(&rm).map(|c| (rm, c)))
-        .collect();
-    let events = scheduler.events_since(0, usize::MAX);
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    Ok(axum::Json(serde_json::json!({
-        "timestamp": now,
-        "partitions": snaps.iter().map(|s| dao::partition(s)).collect::<Vec<_>>(),
-        "queues": snaps.iter().filter_map(|s| dao::queue_tree(s, "root")).collect::<Vec<_>>(),
-        "applications": snaps.iter().flat_map(|s| dao::applications(s, |_| true)).collect::<Vec<_>>(),
-        "nodes": snaps.iter().flat_map(|s| s.nodes.iter().map(|n| dao::node(s, n)).collect::<Vec<_>>()).collect::<Vec<_>>(),
-        "userUsage": snaps.iter().flat_map(|s| usage::users(s)).collect::<Vec<_>>(),
-        "groupUsage": snaps.iter().flat_map(|s| usage::groups(s)).collect::<Vec<_>>(),
-        "schedulerHealth": health::check_all(&snaps),
-        "config": configs,
-        "eventStream": events::dao(&events),
-    })))
-}
-
-async fn metrics(State(state): State<RestState>) -> ApiResult<Response> {
-    let snaps = all_snapshots(&state).await?;
-    let text = metrics::render(&snaps, state.scheduler.metrics()).map_err(ApiError::internal)?;
-    Ok((
-        [(
-            header::CONTENT_TYPE,
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-        )],
-        text,
-    )
-        .into_response())
+    #[test]
+    fn queue_paths_are_checked_part_by_part() {
+        assert!(valid_queue_path("root.a-b.c_d").is_ok());
+        assert!(valid_queue_path("root..a").is_err());
+        assert!(valid_queue_path("root.a b").is_err());
+    }
 }

@@ -1,8 +1,15 @@
 //! End-to-end tests of the server on ephemeral loopback ports: gRPC streams, the
 //! remote client, REST routes and the bearer token.
 
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
+
+use common::cluster::res;
+use common::{
+    WAIT, get_json, get_json_until, get_json_with, http, open_get, read_until, start_with,
+};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_stream::wrappers::ReceiverStream;
@@ -15,17 +22,6 @@ use unisched_si as si;
 use unisched_si::scheduler_client::SchedulerClient;
 
 const RM: &str = "rm-1";
-const WAIT: Duration = Duration::from_secs(5);
-
-fn res(mem: i64, vcore: i64) -> Option<si::Resource> {
-    Some(si::Resource {
-        resources: [
-            ("memory".to_string(), si::Quantity { value: mem }),
-            ("vcore".to_string(), si::Quantity { value: vcore }),
-        ]
-        .into(),
-    })
-}
 
 fn nodes(ids: &[&str]) -> si::NodeRequest {
     si::NodeRequest {
@@ -85,17 +81,11 @@ fn register() -> si::RegisterResourceManagerRequest {
 }
 
 async fn start(token: Option<&str>) -> (Scheduler, RunningServer) {
-    let scheduler = Scheduler::start(SchedulerOptions::default());
-    let options = ServerOptions {
-        grpc_addr: "127.0.0.1:0".parse().unwrap(),
-        http_addr: "127.0.0.1:0".parse().unwrap(),
+    start_with(ServerOptions {
         token: Token::new(token),
         ..ServerOptions::default()
-    };
-    let server = unisched_server::start(scheduler.clone(), options)
-        .await
-        .expect("server starts");
-    (scheduler, server)
+    })
+    .await
 }
 
 async fn client(server: &RunningServer) -> SchedulerClient<tonic::transport::Channel> {
@@ -108,40 +98,6 @@ async fn client(server: &RunningServer) -> SchedulerClient<tonic::transport::Cha
 fn outgoing<T>() -> (tokio::sync::mpsc::Sender<T>, ReceiverStream<T>) {
     let (tx, rx) = tokio::sync::mpsc::channel(16);
     (tx, ReceiverStream::new(rx))
-}
-
-/// Minimal HTTP/1.1 client: returns (status, body).
-async fn http(
-    server: &RunningServer,
-    method: &str,
-    path: &str,
-    headers: &str,
-    body: &[u8],
-) -> (u16, String) {
-    let mut conn = tokio::net::TcpStream::connect(server.http_addr)
-        .await
-        .unwrap();
-    let head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\nContent-Length: {}\r\n{headers}\r\n",
-        body.len()
-    );
-    conn.write_all(head.as_bytes()).await.unwrap();
-    conn.write_all(body).await.unwrap();
-    let mut raw = Vec::new();
-    conn.read_to_end(&mut raw).await.unwrap();
-    let text = String::from_utf8_lossy(&raw).to_string();
-    let status = text[9..12].parse().unwrap();
-    let body = text
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    (status, body)
-}
-
-async fn get_json(server: &RunningServer, path: &str) -> serde_json::Value {
-    let (status, body) = http(server, "GET", path, "", b"").await;
-    assert_eq!(status, 200, "{path}: {body}");
-    serde_json::from_str(&body).unwrap_or_else(|e| panic!("{path}: {e}: {body}"))
 }
 
 /// Registers, reports nodes, an app and asks over the streams, and waits for
@@ -338,78 +294,6 @@ async fn token_is_required_when_set() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn rest_routes_return_yunikorn_shaped_json() {
-    let (_sched, server) = start(None).await;
-    allocate_over_grpc(&server, 2).await;
-
-    let parts = get_json(&server, "/ws/v1/partitions").await;
-    assert_eq!(parts[0]["name"], "default");
-    assert_eq!(parts[0]["clusterId"], RM);
-    assert_eq!(parts[0]["totalNodes"], 2);
-    assert_eq!(parts[0]["capacity"]["capacity"]["memory"], 2000);
-    assert_eq!(parts[0]["capacity"]["usedCapacity"]["memory"], 200);
-
-    let root = get_json(&server, "/ws/v1/partition/default/queues").await;
-    assert_eq!(root["queuename"], "root");
-    assert_eq!(root["isLeaf"], false);
-    assert_eq!(root["children"][0]["queuename"], "root.default");
-    assert_eq!(root["children"][0]["allocatedResource"]["memory"], 200);
-
-    let nodes = get_json(&server, "/ws/v1/partition/[rm-1]default/nodes").await;
-    assert_eq!(nodes.as_array().unwrap().len(), 2);
-    assert!(nodes[0]["nodeID"].is_string() && nodes[0]["schedulable"] == true);
-
-    let apps = get_json(
-        &server,
-        "/ws/v1/partition/default/queue/root.default/applications",
-    )
-    .await;
-    assert_eq!(apps[0]["applicationID"], "app-1");
-    assert_eq!(apps[0]["queueName"], "root.default");
-    assert_eq!(apps[0]["allocations"].as_array().unwrap().len(), 2);
-    let all = get_json(&server, "/ws/v1/partition/default/applications").await;
-    assert_eq!(all, apps);
-
-    let health = get_json(&server, "/ws/v1/scheduler/healthcheck").await;
-    assert_eq!(health["Healthy"], true, "{health}");
-    assert_eq!(health["HealthChecks"].as_array().unwrap().len(), 4);
-
-    let (status, metrics) = http(&server, "GET", "/ws/v1/metrics", "", b"").await;
-    assert_eq!(status, 200);
-    assert!(
-        metrics.contains("yunikorn_scheduler_node{state=\"active\"} 2"),
-        "{metrics}"
-    );
-    assert!(metrics.contains("yunikorn_queue_resource{"), "{metrics}");
-
-    let ok = http(
-        &server,
-        "POST",
-        "/ws/v1/validate-conf",
-        "",
-        unisched_core::scheduler::DEFAULT_CONFIG.as_bytes(),
-    )
-    .await;
-    assert_eq!(ok.0, 200);
-    assert_eq!(
-        serde_json::from_str::<serde_json::Value>(&ok.1).unwrap(),
-        serde_json::json!({"allowed": true})
-    );
-    let bad = http(
-        &server,
-        "POST",
-        "/ws/v1/validate-conf",
-        "",
-        b"partitions: [",
-    )
-    .await;
-    let bad: serde_json::Value = serde_json::from_str(&bad.1).unwrap();
-    assert_eq!(bad["allowed"], false);
-    assert!(bad["reason"].as_str().is_some_and(|r| !r.is_empty()));
-    server.shutdown().await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_requests_get_4xx_not_panics() {
     let (_sched, server) = start(None).await;
     for (method, path, body, want) in [
@@ -450,27 +334,6 @@ async fn client_disconnecting_mid_stream_leaves_server_healthy() {
     server.shutdown().await;
 }
 
-/// GETs `path` until `done` holds for its JSON (published views may lag the
-/// core by up to a publication interval), or panics after a generous deadline.
-async fn get_json_until(
-    server: &RunningServer,
-    path: &str,
-    done: impl Fn(&serde_json::Value) -> bool,
-) -> serde_json::Value {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        let value = get_json(server, path).await;
-        if done(&value) {
-            return value;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{path} never satisfied the condition; last: {value}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 /// GETs `/ws/v1/metrics` until it contains `line`.
 async fn metrics_until(server: &RunningServer, line: &str) -> String {
     let deadline = tokio::time::Instant::now() + WAIT;
@@ -486,74 +349,6 @@ async fn metrics_until(server: &RunningServer, line: &str) -> String {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn usage_state_events_and_dump_routes() {
-    let (_sched, server) = start(None).await;
-    allocate_over_grpc(&server, 2).await;
-
-    let users = get_json(&server, "/ws/v1/partition/default/usage/users").await;
-    assert_eq!(users[0]["userName"], "alice");
-    assert_eq!(users[0]["queues"]["queuePath"], "root");
-    assert_eq!(users[0]["queues"]["resourceUsage"]["memory"], 200);
-    assert_eq!(
-        users[0]["queues"]["children"][0]["runningApplications"],
-        serde_json::json!(["app-1"])
-    );
-    let alice = get_json(&server, "/ws/v1/partition/default/usage/user/alice").await;
-    assert_eq!(alice, users[0]);
-    let groups = get_json(&server, "/ws/v1/partition/default/usage/groups").await;
-    assert_eq!(groups, serde_json::json!([]), "alice has no groups");
-
-    let active = get_json(&server, "/ws/v1/partition/default/applications/active").await;
-    assert_eq!(active[0]["applicationID"], "app-1");
-    let done = get_json(&server, "/ws/v1/partition/default/applications/completed").await;
-    assert_eq!(done, serde_json::json!([]));
-
-    let events = get_json_until(&server, "/ws/v1/events/batch?count=1000", |v| {
-        v["eventRecords"].as_array().is_some_and(|e| !e.is_empty())
-    })
-    .await;
-    assert!(events["instanceUUID"].is_string());
-    assert_eq!(events["lowestID"], 0);
-    let first = &events["eventRecords"][0];
-    assert!(
-        first["objectID"].is_string() && first["type"].is_string(),
-        "{first}"
-    );
-    let later = get_json(&server, "/ws/v1/events/batch?start=1&count=1").await;
-    assert_eq!(later["eventRecords"][0]["id"], 1);
-
-    let dump = get_json(&server, "/ws/v1/fullstatedump").await;
-    for key in [
-        "timestamp",
-        "partitions",
-        "queues",
-        "applications",
-        "nodes",
-        "userUsage",
-        "config",
-        "eventStream",
-        "schedulerHealth",
-    ] {
-        assert!(!dump[key].is_null(), "fullstatedump lacks {key}");
-    }
-    assert_eq!(dump["nodes"].as_array().unwrap().len(), 2);
-    assert!(
-        dump["config"][RM]
-            .as_str()
-            .is_some_and(|c| c.contains("root"))
-    );
-
-    for (path, want) in [
-        ("/ws/v1/events/batch?count=abc", 400),
-        ("/ws/v1/partition/default/usage/user/nobody", 404),
-    ] {
-        let (status, body) = http(&server, "GET", path, "", b"").await;
-        assert_eq!(status, want, "{path}: {body}");
-    }
-    server.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -645,7 +440,7 @@ async fn config_put_applies_then_asks_the_rm_to_persist() {
     assert_eq!(status, 200);
     assert_eq!(text, unisched_core::scheduler::DEFAULT_CONFIG);
     let json = get_json_with(&server, "/ws/v1/config", "Accept: application/json\r\n").await;
-    assert_eq!(json["rmID"], RM);
+    assert_eq!(json["Partitions"][0]["Name"], "default");
 
     let new_config = "partitions:
   - name: default
@@ -691,67 +486,33 @@ async fn config_put_applies_then_asks_the_rm_to_persist() {
     server.shutdown().await;
 }
 
-async fn get_json_with(server: &RunningServer, path: &str, headers: &str) -> serde_json::Value {
-    let (status, body) = http(server, "GET", path, headers, b"").await;
-    assert_eq!(status, 200, "{path}: {body}");
-    serde_json::from_str(&body).unwrap_or_else(|e| panic!("{path}: {e}: {body}"))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn event_stream_delivers_live_events_and_survives_disconnects() {
     let (_sched, server) = start(None).await;
     // A client that opens the stream and vanishes at once.
-    {
-        let mut conn = tokio::net::TcpStream::connect(server.http_addr)
-            .await
-            .unwrap();
-        conn.write_all(b"GET /ws/v1/events/stream HTTP/1.1\r\nHost: t\r\n\r\n")
-            .await
-            .unwrap();
-    }
-    let mut conn = tokio::net::TcpStream::connect(server.http_addr)
-        .await
-        .unwrap();
-    conn.write_all(b"GET /ws/v1/events/stream HTTP/1.1\r\nHost: t\r\n\r\n")
-        .await
-        .unwrap();
+    drop(open_get(&server, "/ws/v1/events/stream").await);
+    let mut conn = open_get(&server, "/ws/v1/events/stream").await;
     // Wait for the response head, so the subscription exists before the work.
     let mut seen = Vec::new();
-    let mut buf = [0u8; 4096];
-    while !String::from_utf8_lossy(&seen).contains("\r\n\r\n") {
-        let n = tokio::time::timeout(WAIT, conn.read(&mut buf))
-            .await
-            .expect("response head in time")
-            .unwrap();
-        assert!(n > 0, "stream closed early");
-        seen.extend_from_slice(&buf[..n]);
-    }
+    read_until(&mut conn, &mut seen, "the response head", |t| {
+        t.contains("\r\n\r\n")
+    })
+    .await;
     assert!(String::from_utf8_lossy(&seen).starts_with("HTTP/1.1 200"));
     allocate_over_grpc(&server, 1).await;
-    while !String::from_utf8_lossy(&seen).contains("\"objectID\"") {
-        let n = tokio::time::timeout(WAIT, conn.read(&mut buf))
-            .await
-            .expect("a live event in time")
-            .unwrap();
-        assert!(n > 0, "stream closed early");
-        seen.extend_from_slice(&buf[..n]);
-    }
+    read_until(&mut conn, &mut seen, "a live event", |t| {
+        t.contains("\"objectID\"")
+    })
+    .await;
     drop(conn);
     let health = get_json(&server, "/ws/v1/scheduler/healthcheck").await;
     assert_eq!(health["Healthy"], true, "{health}");
     // Shutdown ends streams still open instead of waiting for them.
-    let mut lingering = tokio::net::TcpStream::connect(server.http_addr)
-        .await
-        .unwrap();
-    lingering
-        .write_all(b"GET /ws/v1/events/stream?count=5 HTTP/1.1\r\nHost: t\r\n\r\n")
-        .await
-        .unwrap();
-    let n = tokio::time::timeout(WAIT, lingering.read(&mut buf))
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(n > 0);
+    let mut lingering = open_get(&server, "/ws/v1/events/stream?count=5").await;
+    read_until(&mut lingering, &mut Vec::new(), "the response head", |t| {
+        !t.is_empty()
+    })
+    .await;
     tokio::time::timeout(unisched_server::SHUTDOWN_GRACE, server.shutdown())
         .await
         .expect("shutdown does not wait for the grace period");

@@ -40,6 +40,10 @@ pub struct ServeArgs {
     /// Most concurrent gRPC streams per connection.
     #[arg(long, default_value_t = unisched_server::DEFAULT_MAX_CONCURRENT_STREAMS)]
     pub max_concurrent_streams: u32,
+    /// How often the totals behind /ws/v1/history/* and the dashboard's
+    /// charts are sampled (e.g. `10s`); upstream samples once a minute.
+    #[arg(long, default_value = "60s")]
+    pub history_interval: String,
     /// The Mesos-compatible master's flags.
     #[command(flatten)]
     pub mesos: MesosArgs,
@@ -180,6 +184,18 @@ pub fn run(args: ServeArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let history_interval =
+        match unisched_core::config::properties::parse_duration(&args.history_interval) {
+            Ok(d) if !d.is_zero() => d,
+            Ok(_) => {
+                eprintln!("serve: --history-interval must be above zero");
+                return ExitCode::FAILURE;
+            }
+            Err(e) => {
+                eprintln!("serve: --history-interval: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
     let scheduler = Scheduler::start(options);
     // The Mesos master, once started, is reloaded with the file too.
     let master: Arc<OnceLock<MasterHandle>> = Arc::new(OnceLock::new());
@@ -198,6 +214,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
         tls,
         max_concurrent_streams: args.max_concurrent_streams,
         mesos,
+        history_interval,
         ..ServerOptions::default()
     };
     let on_mesos: Box<dyn Fn(MasterHandle) + Send> = Box::new(move |m| {

@@ -11,12 +11,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use unisched_core::{Clock, ConfigSource, ManualClock, Scheduler, SchedulerOptions};
 use unisched_shim_api::recording::RecordingCallback;
-use unisched_shim_api::{SchedulerApi, SchedulerResult};
+use unisched_shim_api::{PREDICATES_EXTRA_CONFIG, SchedulerApi, SchedulerResult};
 use unisched_si as si;
 
 use super::expect::{self, Checks};
 use super::format::{
-    App, Ask, AskRelease, ExistingAllocation, Node, NodeAction, Release, Scenario, Step, StepAction,
+    App, Ask, AskRelease, ExistingAllocation, Node, NodeAction, Release, Scenario, Step,
+    StepAction, preemption_policy,
 };
 use super::invariants;
 use super::quantity::Resources;
@@ -47,6 +48,8 @@ struct Run<'a> {
     callback: Arc<RecordingCallback>,
     config: Arc<ScenarioConfig>,
     outcome: Outcome,
+    /// Partition the current step's requests and expectations refer to.
+    partition: String,
 }
 
 /// Runs `scenario` to the end. `progress` is set to the index of the step being
@@ -68,16 +71,27 @@ pub fn run(scenario: &Scenario, progress: &AtomicUsize) -> Outcome {
     if let Some(timeout) = scenario.options.reservation_timeout {
         options.reservation_timeout = timeout.0;
     }
+    if let Some(interval) = scenario.options.queue_cleanup_interval {
+        options.queue_cleanup_interval = interval.0;
+    }
+    let callback = match &scenario.predicates {
+        Some(rules) => {
+            let rules = rules.clone();
+            RecordingCallback::with_predicates(move |args| !rules.iter().any(|r| r.refuses(args)))
+        }
+        None => RecordingCallback::new(),
+    };
     let mut run = Run {
         scenario,
         scheduler: Scheduler::start(options),
         clock,
-        callback: Arc::new(RecordingCallback::new()),
+        callback: Arc::new(callback),
         config,
         outcome: Outcome {
             name: scenario.name.clone(),
             ..Outcome::default()
         },
+        partition: scenario.partition.clone(),
     };
     progress.store(0, Ordering::SeqCst);
     if run.setup() {
@@ -104,6 +118,11 @@ impl Run<'_> {
             version: "scenario".to_owned(),
             policy_group: "queues".to_owned(),
             config: self.scenario.config.clone(),
+            extra_config: if self.scenario.predicates.is_some() {
+                [(PREDICATES_EXTRA_CONFIG.to_owned(), "true".to_owned())].into()
+            } else {
+                Default::default()
+            },
             ..Default::default()
         };
         let registered = self
@@ -140,6 +159,10 @@ impl Run<'_> {
             kind,
             label: step.label.clone(),
         });
+        self.partition = step
+            .partition
+            .clone()
+            .unwrap_or_else(|| self.scenario.partition.clone());
         if let Some(action) = &step.action {
             let result = self.act(action);
             match (&step.error, result) {
@@ -168,13 +191,14 @@ impl Run<'_> {
         self.finish(checks, step.expect.as_ref());
     }
 
-    /// Checks expectations and invariants against the settled state.
+    /// Checks expectations against the settled state of the step's
+    /// partition, and the invariants of every partition.
     fn finish(&mut self, mut checks: Checks, expect: Option<&expect::Expect>) {
-        let snapshot = self.scheduler.snapshot(&self.scenario.partition);
+        let snapshot = self.scheduler.snapshot(&self.qualified(&self.partition));
         if snapshot.is_none() {
             checks.check(
                 false,
-                format!("partition {}", self.scenario.partition),
+                format!("partition {}", self.partition),
                 "exists",
                 "no such partition",
             );
@@ -185,10 +209,23 @@ impl Run<'_> {
                 .with_recorded(|recorded| expect::check(expect, &snapshot, recorded, &mut checks));
         }
         if self.scenario.check_invariants {
-            invariants::check(&snapshot, &mut checks);
+            let prefix = format!("[{}]", self.scenario.rm_id);
+            for name in self.scheduler.partitions() {
+                if !name.starts_with(&prefix) {
+                    continue;
+                }
+                if let Some(other) = self.scheduler.snapshot(&name) {
+                    invariants::check(&other, &mut checks);
+                }
+            }
         }
         self.outcome.checks += checks.count;
         self.outcome.failures.extend(checks.failures);
+    }
+
+    /// The qualified name of the RM's partition `name`.
+    fn qualified(&self, name: &str) -> String {
+        format!("[{}]{name}", self.scenario.rm_id)
     }
 
     fn act(&mut self, action: &StepAction) -> SchedulerResult<()> {
@@ -216,7 +253,7 @@ impl Run<'_> {
                         .iter()
                         .map(|id| si::RemoveApplicationRequest {
                             application_id: id.clone(),
-                            partition_name: self.scenario.partition.clone(),
+                            partition_name: self.partition.clone(),
                         })
                         .collect(),
                     rm_id: self.scenario.rm_id.clone(),
@@ -241,7 +278,7 @@ impl Run<'_> {
             .map(|app| si::AddApplicationRequest {
                 application_id: app.id.clone(),
                 queue_name: app.queue.clone(),
-                partition_name: self.scenario.partition.clone(),
+                partition_name: self.partition.clone(),
                 ugi: Some(si::UserGroupInformation {
                     user: app.user.clone(),
                     groups: app.groups.clone(),
@@ -270,7 +307,7 @@ impl Run<'_> {
             (si::HOSTNAME_ATTRIBUTE.to_owned(), id.to_owned()),
             (
                 si::NODE_PARTITION_ATTRIBUTE.to_owned(),
-                self.scenario.partition.clone(),
+                self.partition.clone(),
             ),
         ]);
         attributes.extend(extra.clone());
@@ -311,9 +348,13 @@ impl Run<'_> {
             priority: a.priority,
             node_id: node.map_or_else(|| a.node.clone().unwrap_or_default(), str::to_owned),
             application_id: a.app.clone(),
-            partition_name: self.scenario.partition.clone(),
+            partition_name: self.partition.clone(),
             allocation_id: a.id.clone().unwrap_or_else(|| a.key.clone()),
-            ..Default::default()
+            allocation_tags: a.tags.clone().into_iter().collect(),
+            task_group_name: a.task_group.clone(),
+            placeholder: a.placeholder,
+            originator: a.originator,
+            preemption_policy: preemption_policy(a.allow_preempt_self, a.allow_preempt_other),
         }
     }
 
@@ -323,7 +364,7 @@ impl Run<'_> {
             .map(|ask| si::AllocationAsk {
                 allocation_key: ask.key.clone(),
                 application_id: ask.app.clone(),
-                partition_name: self.scenario.partition.clone(),
+                partition_name: self.partition.clone(),
                 resource_ask: Some(wire(&ask.resource)),
                 max_allocations: ask.count,
                 priority: ask.priority,
@@ -331,10 +372,10 @@ impl Run<'_> {
                 placeholder: ask.placeholder,
                 tags: ask.tags.clone().into_iter().collect(),
                 originator: ask.originator,
-                preemption_policy: Some(si::PreemptionPolicy {
-                    allow_preempt_self: ask.allow_preempt_self,
-                    allow_preempt_other: ask.allow_preempt_other,
-                }),
+                preemption_policy: preemption_policy(
+                    ask.allow_preempt_self,
+                    ask.allow_preempt_other,
+                ),
                 ..Default::default()
             })
             .collect();
@@ -349,7 +390,7 @@ impl Run<'_> {
         let allocations_to_release = releases
             .iter()
             .map(|r| si::AllocationRelease {
-                partition_name: self.scenario.partition.clone(),
+                partition_name: self.partition.clone(),
                 application_id: r.app.clone(),
                 termination_type: r
                     .termination
@@ -374,7 +415,7 @@ impl Run<'_> {
         let allocation_asks_to_release = releases
             .iter()
             .map(|r| si::AllocationAskRelease {
-                partition_name: self.scenario.partition.clone(),
+                partition_name: self.partition.clone(),
                 application_id: r.app.clone(),
                 allocation_key: r.key.clone().unwrap_or_default(),
                 termination_type: si::TerminationType::StoppedByRm as i32,

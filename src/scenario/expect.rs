@@ -78,6 +78,29 @@ pub struct Expect {
     /// The last scheduling state reported for an ask.
     #[serde(default)]
     pub scheduling_states: Vec<SchedulingStateExpect>,
+    /// Event records sent to the RM: each must match a recorded event, in
+    /// this order (other events may come between them).
+    #[serde(default)]
+    pub events: Vec<EventExpect>,
+}
+
+/// An event record to look for: every field given must match.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EventExpect {
+    /// `REQUEST`, `APP`, `NODE` or `QUEUE`.
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    /// Object id (ask key, application, node or queue path).
+    pub object: Option<String>,
+    /// Reference id (the ask, allocation or application it concerns).
+    pub reference: Option<String>,
+    /// `NONE`, `SET`, `ADD` or `REMOVE`.
+    pub change: Option<String>,
+    /// Change detail by its wire name, e.g. `NODE_RESERVATION`.
+    pub detail: Option<String>,
+    /// Text the message must contain (case-insensitive).
+    pub message: Option<String>,
 }
 
 /// Statements about a queue.
@@ -134,8 +157,10 @@ pub struct AppExpect {
     pub states: Option<Vec<String>>,
     /// Leaf queue it was placed in.
     pub queue: Option<String>,
-    /// Allocated usage.
+    /// Allocated usage of real allocations.
     pub allocated: Option<Resources>,
+    /// Usage of placeholders (apart from `allocated`).
+    pub placeholder: Option<Resources>,
     /// Pending demand.
     pub pending: Option<Resources>,
     /// Number of allocations.
@@ -227,6 +252,26 @@ impl Checks {
     ) {
         self.count += 1;
         if !ok {
+            self.failures.push(Failure {
+                step: self.step.clone(),
+                subject: subject.into(),
+                expected: expected.to_string(),
+                actual: actual.to_string(),
+            });
+        }
+    }
+
+    /// Records one check whose description is built only when it fails: the
+    /// invariants make thousands of checks per soak step, and formatting
+    /// the ones that hold was most of their cost.
+    pub fn check_lazy<S: Into<String>, E: Display, A: Display>(
+        &mut self,
+        ok: bool,
+        describe: impl FnOnce() -> (S, E, A),
+    ) {
+        self.count += 1;
+        if !ok {
+            let (subject, expected, actual) = describe();
             self.failures.push(Failure {
                 step: self.step.clone(),
                 subject: subject.into(),
@@ -345,18 +390,29 @@ fn check_counts(expect: &Expect, snapshot: &PartitionSnapshot, out: &mut Checks)
     }
 }
 
-fn existence(out: &mut Checks, subject: String, want: Option<bool>, found: bool) -> bool {
+/// Checks that an object exists (any statement about it but `exists: false`
+/// says it does) or, with `exists: false`, that it does not; returns the
+/// object when its other statements are to be checked. An absent object
+/// fails here whatever else the block says about it.
+fn present<'a, T>(
+    out: &mut Checks,
+    subject: String,
+    want: Option<bool>,
+    found: Option<&'a T>,
+) -> Option<&'a T> {
     let want = want.unwrap_or(true);
     let shown = |b: bool| if b { "exists" } else { "does not exist" };
-    out.check(want == found, subject, shown(want), shown(found));
-    want && found
+    let actual = match found {
+        Some(_) => format!("{subject} exists"),
+        None => format!("{subject} does not exist"),
+    };
+    out.check(want == found.is_some(), subject, shown(want), actual);
+    found.filter(|_| want)
 }
 
 fn check_queue(path: &str, want: &QueueExpect, snapshot: &PartitionSnapshot, out: &mut Checks) {
     let queue = snapshot.queue(path);
-    let Some(queue) =
-        queue.filter(|_| existence(out, format!("queue {path}"), want.exists, queue.is_some()))
-    else {
+    let Some(queue) = present(out, format!("queue {path}"), want.exists, queue) else {
         return;
     };
     if let Some(state) = &want.state {
@@ -384,9 +440,7 @@ fn check_queue(path: &str, want: &QueueExpect, snapshot: &PartitionSnapshot, out
 
 fn check_node(id: &str, want: &NodeExpect, snapshot: &PartitionSnapshot, out: &mut Checks) {
     let node = snapshot.node(id);
-    let Some(node) =
-        node.filter(|_| existence(out, format!("node {id}"), want.exists, node.is_some()))
-    else {
+    let Some(node) = present(out, format!("node {id}"), want.exists, node) else {
         return;
     };
     if let Some(schedulable) = want.schedulable {
@@ -447,8 +501,7 @@ fn check_app(
         );
     }
     let app = snapshot.application(id);
-    let Some(app) = app.filter(|_| existence(out, format!("app {id}"), want.exists, app.is_some()))
-    else {
+    let Some(app) = present(out, format!("app {id}"), want.exists, app) else {
         return;
     };
     if let Some(state) = &want.state {
@@ -459,6 +512,13 @@ fn check_app(
     }
     if let Some(allocated) = &want.allocated {
         out.resources(format!("app {id} allocated"), allocated, &app.allocated);
+    }
+    if let Some(placeholder) = &want.placeholder {
+        out.resources(
+            format!("app {id} placeholder"),
+            placeholder,
+            &app.placeholder,
+        );
     }
     if let Some(pending) = &want.pending {
         out.resources(format!("app {id} pending"), pending, &app.pending);
@@ -663,6 +723,7 @@ fn check_recorded(expect: &Expect, recorded: &Recorded, out: &mut Checks) {
         );
     }
     check_releases(expect, recorded, out);
+    check_events(&expect.events, &recorded.events, out);
     for want in &expect.scheduling_states {
         let last = recorded
             .scheduling_states
@@ -726,6 +787,92 @@ fn check_releases(expect: &Expect, recorded: &Recorded, out: &mut Checks) {
     }
 }
 
+/// The wire names of an event record's type, change type and change detail.
+fn event_names(e: &si::EventRecord) -> (&'static str, &'static str, &'static str) {
+    use si::event_record::{ChangeDetail, ChangeType, Type};
+    (
+        Type::try_from(e.r#type).map_or("UNKNOWN", |t| t.as_str_name()),
+        ChangeType::try_from(e.event_change_type).map_or("UNKNOWN", |t| t.as_str_name()),
+        ChangeDetail::try_from(e.event_change_detail).map_or("UNKNOWN", |t| t.as_str_name()),
+    )
+}
+
+fn event_matches(want: &EventExpect, got: &si::EventRecord) -> bool {
+    let (kind, change, detail) = event_names(got);
+    let name = |want: &Option<String>, got: &str| {
+        want.as_ref().is_none_or(|w| w.eq_ignore_ascii_case(got))
+    };
+    let same = |want: &Option<String>, got: &str| want.as_deref().is_none_or(|w| w == got);
+    name(&want.kind, kind)
+        && name(&want.change, change)
+        && name(&want.detail, detail)
+        && same(&want.object, &got.object_id)
+        && same(&want.reference, &got.reference_id)
+        && want
+            .message
+            .as_ref()
+            .is_none_or(|m| got.message.to_lowercase().contains(&m.to_lowercase()))
+}
+
+fn describe_event(e: &si::EventRecord) -> String {
+    let (kind, change, detail) = event_names(e);
+    format!(
+        "{kind} {} {change} {detail} ref={:?} {:?}",
+        e.object_id, e.reference_id, e.message
+    )
+}
+
+fn describe_event_expect(e: &EventExpect) -> String {
+    let mut parts = Vec::new();
+    for (name, value) in [
+        ("type", &e.kind),
+        ("object", &e.object),
+        ("reference", &e.reference),
+        ("change", &e.change),
+        ("detail", &e.detail),
+        ("message contains", &e.message),
+    ] {
+        if let Some(v) = value {
+            parts.push(format!("{name}={v}"));
+        }
+    }
+    parts.join(" ")
+}
+
+/// Each expected event must match a recorded one after the match of the one
+/// before it: the list is an ordered subsequence of what was sent.
+fn check_events(wants: &[EventExpect], got: &[si::EventRecord], out: &mut Checks) {
+    let mut from = 0;
+    for (i, want) in wants.iter().enumerate() {
+        let found = got[from..].iter().position(|e| event_matches(want, e));
+        let subject = format!("event {} of {}", i + 1, wants.len());
+        match found {
+            Some(at) => {
+                out.check(true, subject, "", "");
+                from += at + 1;
+            }
+            None => {
+                let after: Vec<String> = got[from..]
+                    .iter()
+                    .filter(|e| {
+                        want.kind
+                            .as_ref()
+                            .is_none_or(|k| k.eq_ignore_ascii_case(event_names(e).0))
+                    })
+                    .map(describe_event)
+                    .collect();
+                let actual = if after.is_empty() {
+                    "(no event of that type after the previous match)".to_owned()
+                } else {
+                    after.join("; ")
+                };
+                out.check(false, subject, describe_event_expect(want), actual);
+                // Later expectations are judged after the same point.
+            }
+        }
+    }
+}
+
 fn scheduling_state_name(state: i32) -> &'static str {
     si::update_container_scheduling_state_request::SchedulingState::try_from(state)
         .map_or("UNKNOWN", |s| s.as_str_name())
@@ -733,4 +880,116 @@ fn scheduling_state_name(state: i32) -> &'static str {
 
 fn termination_name(termination: i32) -> &'static str {
     si::TerminationType::try_from(termination).map_or("UNKNOWN", |t| t.as_str_name())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use unisched_core::snapshot::{NodeSnapshot, QueueSnapshot};
+
+    fn snapshot() -> PartitionSnapshot {
+        PartitionSnapshot {
+            queues: vec![QueueSnapshot {
+                path: "root".into(),
+                ..Default::default()
+            }],
+            nodes: vec![NodeSnapshot {
+                id: "node-1".into(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }
+    }
+
+    /// The failures of `expect` (YAML) against the snapshot above and
+    /// `events`, as `subject: actual` lines.
+    fn check_yaml(expect: &str, events: Vec<si::EventRecord>) -> Vec<String> {
+        let expect: Expect = serde_yaml::from_str(expect).expect("expectation parses");
+        let recorded = Recorded {
+            events,
+            ..Default::default()
+        };
+        let mut out = Checks::new(StepRef {
+            index: 1,
+            kind: "expect",
+            label: None,
+        });
+        check(&expect, &snapshot(), &recorded, &mut out);
+        out.failures
+            .iter()
+            .map(|f| format!("{}: {}", f.subject, f.actual))
+            .collect()
+    }
+
+    #[test]
+    fn a_statement_about_an_absent_object_fails() {
+        let cases: [(&str, &[&str]); 8] = [
+            (
+                "queues: {root.x: {exists: true}}",
+                &["queue root.x: queue root.x does not exist"],
+            ),
+            (
+                "queues: {root.x: {state: Active}}",
+                &["queue root.x: queue root.x does not exist"],
+            ),
+            ("queues: {root.x: {exists: false}}", &[]),
+            (
+                "queues: {root: {exists: false}}",
+                &["queue root: queue root exists"],
+            ),
+            ("queues: {root: {}}", &[]),
+            (
+                "nodes: {ghost: {allocations: 0}}",
+                &["node ghost: node ghost does not exist"],
+            ),
+            (
+                "nodes: {node-1: {exists: false}}",
+                &["node node-1: node node-1 exists"],
+            ),
+            (
+                "apps: {app-1: {state: Running}}",
+                &["app app-1: app app-1 does not exist"],
+            ),
+        ];
+        for (expect, failures) in cases {
+            assert_eq!(check_yaml(expect, Vec::new()), failures, "{expect}");
+        }
+    }
+
+    fn event(
+        kind: si::event_record::Type,
+        object: &str,
+        detail: si::event_record::ChangeDetail,
+    ) -> si::EventRecord {
+        si::EventRecord {
+            r#type: kind as i32,
+            object_id: object.into(),
+            event_change_type: si::event_record::ChangeType::Add as i32,
+            event_change_detail: detail as i32,
+            message: "node added".into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn events_match_in_order() {
+        use si::event_record::{ChangeDetail as D, Type as T};
+        let recorded = || {
+            vec![
+                event(T::Node, "n1", D::DetailsNone),
+                event(T::App, "a1", D::AppNew),
+                event(T::Node, "n2", D::NodeReservation),
+            ]
+        };
+        let ok = "events: [{type: NODE, object: n1, change: ADD}, {type: node, detail: NODE_RESERVATION, message: ADDED}]";
+        assert!(check_yaml(ok, recorded()).is_empty());
+        // The same two, the other way round: the second is not after the first.
+        let reversed = "events: [{object: n2}, {object: n1}]";
+        assert_eq!(check_yaml(reversed, recorded()).len(), 1);
+        let absent = "events: [{type: QUEUE}]";
+        assert_eq!(
+            check_yaml(absent, recorded()),
+            ["event 1 of 1: (no event of that type after the previous match)"]
+        );
+    }
 }

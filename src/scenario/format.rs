@@ -32,6 +32,9 @@ pub struct Scenario {
     /// Check the partition invariants after every step (default true).
     #[serde(default = "default_true")]
     pub check_invariants: bool,
+    /// Predicate refusals: when given (even empty), the RM registers with
+    /// predicates on and its callback refuses every (ask, node) a rule matches.
+    pub predicates: Option<Vec<PredicateRule>>,
     /// Nodes added during setup (after the apps).
     #[serde(default)]
     pub nodes: Vec<Node>,
@@ -66,6 +69,29 @@ fn default_count() -> i32 {
     1
 }
 
+/// One refusal of the RM's predicates callback: it matches a call when every
+/// field given matches (a rule with only `node` refuses everything there).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PredicateRule {
+    /// Node refused.
+    pub node: String,
+    /// Only for this allocation key (default: every ask).
+    pub key: Option<String>,
+    /// Only for allocation (`true`) or only for reservation (`false`) checks
+    /// (default: both).
+    pub allocate: Option<bool>,
+}
+
+impl PredicateRule {
+    /// Whether this rule refuses `args`.
+    pub fn refuses(&self, args: &unisched_si::PredicatesArgs) -> bool {
+        self.node == args.node_id
+            && self.key.as_ref().is_none_or(|k| *k == args.allocation_key)
+            && self.allocate.is_none_or(|a| a == args.allocate)
+    }
+}
+
 /// Scheduler settings a scenario may change.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -76,6 +102,8 @@ pub struct Options {
     pub completing_timeout: Option<DurationText>,
     /// How long a reservation lasts while the queue headroom does not fit its ask.
     pub reservation_timeout: Option<DurationText>,
+    /// How often empty draining and dynamic queues are removed.
+    pub queue_cleanup_interval: Option<DurationText>,
 }
 
 /// A node as the RM reports it.
@@ -117,6 +145,23 @@ pub struct ExistingAllocation {
     /// Priority.
     #[serde(default)]
     pub priority: i32,
+    /// A gang placeholder.
+    #[serde(default)]
+    pub placeholder: bool,
+    /// Gang task group (`taskGroupName`).
+    #[serde(default)]
+    pub task_group: String,
+    /// Tags (`allocationTags`).
+    #[serde(default)]
+    pub tags: BTreeMap<String, String>,
+    /// Originator of the application.
+    #[serde(default)]
+    pub originator: bool,
+    /// `preemptionPolicy.allowPreemptSelf`; no policy is sent unless this or
+    /// `allow_preempt_other` is given.
+    pub allow_preempt_self: Option<bool>,
+    /// `preemptionPolicy.allowPreemptOther`.
+    pub allow_preempt_other: Option<bool>,
 }
 
 /// An application.
@@ -171,12 +216,12 @@ pub struct Ask {
     /// Tags, e.g. `yunikorn.apache.org/requiredNode: node-1`.
     #[serde(default)]
     pub tags: BTreeMap<String, String>,
-    /// `preemptionPolicy.allowPreemptSelf` (default true).
-    #[serde(default = "default_true")]
-    pub allow_preempt_self: bool,
-    /// `preemptionPolicy.allowPreemptOther` (default false).
-    #[serde(default)]
-    pub allow_preempt_other: bool,
+    /// `preemptionPolicy.allowPreemptSelf` (true when only the other field
+    /// is given); no policy is sent unless one of the two is given.
+    pub allow_preempt_self: Option<bool>,
+    /// `preemptionPolicy.allowPreemptOther` (false when only the other field
+    /// is given).
+    pub allow_preempt_other: Option<bool>,
     /// Originator of the application.
     #[serde(default)]
     pub originator: bool,
@@ -298,6 +343,9 @@ impl TryFrom<ActionText> for Action {
 pub struct Step {
     /// Printed with failures of this step.
     pub label: Option<String>,
+    /// Partition the step's requests and expectations refer to (default: the
+    /// scenario's).
+    pub partition: Option<String>,
     /// What the step does, if anything.
     pub action: Option<StepAction>,
     /// The call of the action must fail with an error containing this text.
@@ -354,6 +402,7 @@ impl StepAction {
 #[serde(deny_unknown_fields)]
 pub struct RawStep {
     label: Option<String>,
+    partition: Option<String>,
     add_nodes: Option<Vec<Node>>,
     add_apps: Option<Vec<App>>,
     add_asks: Option<Vec<Ask>>,
@@ -403,9 +452,23 @@ impl TryFrom<RawStep> for Step {
         }
         Ok(Self {
             label: raw.label,
+            partition: raw.partition,
             action,
             error: raw.error,
             expect: raw.expect,
         })
     }
+}
+
+/// The preemption policy sent for `allow_preempt_self` / `allow_preempt_other`
+/// as written: none when neither is given (the core then treats the ask as
+/// upstream does), else the SI defaults for the one left out.
+pub fn preemption_policy(
+    allow_self: Option<bool>,
+    allow_other: Option<bool>,
+) -> Option<unisched_si::PreemptionPolicy> {
+    (allow_self.is_some() || allow_other.is_some()).then(|| unisched_si::PreemptionPolicy {
+        allow_preempt_self: allow_self.unwrap_or(true),
+        allow_preempt_other: allow_other.unwrap_or(false),
+    })
 }

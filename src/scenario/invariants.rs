@@ -23,53 +23,82 @@ fn same(a: &ResourceMap, b: &ResourceMap) -> bool {
         .all(|n| a.get(n).copied().unwrap_or(0) == b.get(n).copied().unwrap_or(0))
 }
 
-fn equal(out: &mut Checks, subject: String, expected: &ResourceMap, actual: &ResourceMap) {
-    out.check(
-        same(expected, actual),
-        subject,
-        render_resources(expected),
-        render_resources(actual),
-    );
+fn equal(
+    out: &mut Checks,
+    subject: impl FnOnce() -> String,
+    expected: &ResourceMap,
+    actual: &ResourceMap,
+) {
+    out.check_lazy(same(expected, actual), || {
+        (
+            subject(),
+            render_resources(expected),
+            render_resources(actual),
+        )
+    });
 }
 
-fn not_negative(out: &mut Checks, subject: String, resources: &ResourceMap) {
+fn not_negative(out: &mut Checks, subject: impl FnOnce() -> String, resources: &ResourceMap) {
     let ok = resources.values().all(|v| *v >= 0);
-    out.check(
-        ok,
-        subject,
-        "no negative quantity",
-        render_resources(resources),
-    );
+    out.check_lazy(ok, || {
+        (
+            subject(),
+            "no negative quantity".to_owned(),
+            render_resources(resources),
+        )
+    });
+}
+
+fn equal_count(out: &mut Checks, subject: impl FnOnce() -> String, expected: usize, actual: usize) {
+    out.check_lazy(expected == actual, || (subject(), expected, actual));
 }
 
 /// Checks the invariants of one partition snapshot.
 pub fn check(snapshot: &PartitionSnapshot, out: &mut Checks) {
     let mut total = ResourceMap::new();
     let mut by_node: BTreeMap<&str, (ResourceMap, usize)> = BTreeMap::new();
-    let mut by_app: BTreeMap<&str, (ResourceMap, usize)> = BTreeMap::new();
+    // Per application: real allocations, placeholders, count.
+    let mut by_app: BTreeMap<&str, (ResourceMap, ResourceMap, usize)> = BTreeMap::new();
     let mut by_queue: BTreeMap<&str, ResourceMap> = BTreeMap::new();
+    // Sets of what exists, so each allocation is looked up in O(log n): the
+    // soak runs this after every step of long runs.
+    let nodes: BTreeSet<&str> = snapshot.nodes.iter().map(|n| n.id.as_str()).collect();
+    let apps: BTreeSet<&str> = snapshot
+        .applications
+        .iter()
+        .map(|a| a.id.as_str())
+        .collect();
+    let queues: BTreeSet<&str> = snapshot.queues.iter().map(|q| q.path.as_str()).collect();
     for alloc in &snapshot.allocations {
-        let orphan = snapshot.node(&alloc.node_id).is_none()
-            || snapshot.application(&alloc.application_id).is_none()
-            || snapshot.queue(&alloc.queue).is_none();
-        out.check(
-            !orphan,
-            format!(
-                "allocation {} ({})",
-                alloc.allocation_id, alloc.allocation_key
-            ),
-            "its node, app and queue exist",
-            format!(
-                "node {}, app {}, queue {}",
-                alloc.node_id, alloc.application_id, alloc.queue
-            ),
-        );
+        let orphan = !nodes.contains(alloc.node_id.as_str())
+            || !apps.contains(alloc.application_id.as_str())
+            || !queues.contains(alloc.queue.as_str());
+        out.check_lazy(!orphan, || {
+            (
+                format!(
+                    "allocation {} ({})",
+                    alloc.allocation_id, alloc.allocation_key
+                ),
+                "its node, app and queue exist",
+                format!(
+                    "node {}, app {}, queue {}",
+                    alloc.node_id, alloc.application_id, alloc.queue
+                ),
+            )
+        });
         let node = by_node.entry(&alloc.node_id).or_default();
         add(&mut node.0, &alloc.resource);
         node.1 += 1;
         let app = by_app.entry(&alloc.application_id).or_default();
-        add(&mut app.0, &alloc.resource);
-        app.1 += 1;
+        add(
+            if alloc.placeholder {
+                &mut app.1
+            } else {
+                &mut app.0
+            },
+            &alloc.resource,
+        );
+        app.2 += 1;
         add(by_queue.entry(&alloc.queue).or_default(), &alloc.resource);
     }
     let empty = (ResourceMap::new(), 0);
@@ -78,49 +107,64 @@ pub fn check(snapshot: &PartitionSnapshot, out: &mut Checks) {
         let (allocated, count) = by_node.get(node.id.as_str()).unwrap_or(&empty);
         equal(
             out,
-            format!("node {} allocated = sum of its allocations", node.id),
+            || format!("node {} allocated = sum of its allocations", node.id),
             allocated,
             &node.allocated,
         );
-        out.eq(
-            format!("node {} allocation count", node.id),
-            count,
-            &node.allocation_count,
+        equal_count(
+            out,
+            || format!("node {} allocation count", node.id),
+            *count,
+            node.allocation_count,
         );
         let mut used = node.allocated.clone();
         add(&mut used, &node.occupied);
         add(&mut used, &node.available);
         equal(
             out,
-            format!(
-                "node {} capacity = allocated + occupied + available",
-                node.id
-            ),
+            || {
+                format!(
+                    "node {} capacity = allocated + occupied + available",
+                    node.id
+                )
+            },
             &node.capacity,
             &used,
         );
-        not_negative(out, format!("node {} allocated", node.id), &node.allocated);
+        not_negative(
+            out,
+            || format!("node {} allocated", node.id),
+            &node.allocated,
+        );
     }
     equal(
         out,
-        "partition total = sum of node capacities".to_owned(),
+        || "partition total = sum of node capacities".to_owned(),
         &total,
         &snapshot.total_capacity,
     );
+    let none = (ResourceMap::new(), ResourceMap::new(), 0);
     for app in &snapshot.applications {
-        let (allocated, count) = by_app.get(app.id.as_str()).unwrap_or(&empty);
+        let (allocated, placeholders, count) = by_app.get(app.id.as_str()).unwrap_or(&none);
         equal(
             out,
-            format!("app {} allocated = sum of its allocations", app.id),
+            || format!("app {} allocated = sum of its real allocations", app.id),
             allocated,
             &app.allocated,
         );
-        out.eq(
-            format!("app {} allocation count", app.id),
-            count,
-            &app.allocation_count,
+        equal(
+            out,
+            || format!("app {} placeholder = sum of its placeholders", app.id),
+            placeholders,
+            &app.placeholder,
         );
-        not_negative(out, format!("app {} pending", app.id), &app.pending);
+        equal_count(
+            out,
+            || format!("app {} allocation count", app.id),
+            *count,
+            app.allocation_count,
+        );
+        not_negative(out, || format!("app {} pending", app.id), &app.pending);
     }
     check_queues(snapshot, &by_queue, out);
 }
@@ -141,19 +185,25 @@ fn check_queues(
         }
         equal(
             out,
-            format!(
-                "queue {} allocated = sum of allocations below it",
-                queue.path
-            ),
+            || {
+                format!(
+                    "queue {} allocated = sum of allocations below it",
+                    queue.path
+                )
+            },
             &expected,
             &queue.allocated,
         );
         not_negative(
             out,
-            format!("queue {} allocated", queue.path),
+            || format!("queue {} allocated", queue.path),
             &queue.allocated,
         );
-        not_negative(out, format!("queue {} pending", queue.path), &queue.pending);
+        not_negative(
+            out,
+            || format!("queue {} pending", queue.path),
+            &queue.pending,
+        );
     }
 }
 

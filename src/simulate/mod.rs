@@ -1,25 +1,23 @@
-//! `unisched simulate`: an in-process simulated RM that runs a cluster against
-//! the core through the public `SchedulerApi` and summarises what happened.
+//! `unisched simulate`: what a queue configuration does to a workload. A
+//! trace (generated, our own CSV/JSONL, or a public cluster trace) is
+//! replayed on the virtual clock against one configuration, or two side by
+//! side (`--against`), and the outcome is summarised for the terminal and as
+//! figures (JSON) and charts (a self-contained HTML page).
 //!
-//! The RM registers a queue configuration, adds its applications and nodes,
-//! then works in rounds: submit the next batch of asks, wait until the core
-//! settles, and release a quarter of the running allocations (containers that
-//! finished) so pending asks get placed on the freed space. Everything random
-//! comes from one seed; the RM sorts what it sees before choosing, so a run is
-//! as repeatable as the core's own decisions.
+//! This module chooses the inputs and runs the replays; `src/trace/` reads
+//! traces, `src/replay/` plays the RM, `figures.rs` computes what is shown,
+//! `charts.rs` and `html.rs` draw it, `report.rs` prints the summary.
 
+pub mod charts;
+pub mod figures;
+pub mod html;
 pub mod report;
 
-use std::time::Instant;
+use std::path::PathBuf;
 
-use crate::workload::driver::ArrivedAllocation;
-use crate::workload::wire::{app, ask, node};
-use crate::workload::{Cluster, Rng, WorkloadError};
-
-pub use report::{QueueUsage, SimulationReport};
-
-const GIB: i64 = 1 << 30;
-const MIB: i64 = 1 << 20;
+use crate::replay::{self, Outcome, Progress, ReplayError, ReplayOptions};
+use crate::trace::generate::{self, GenerateOptions};
+use crate::trace::{self, ImportOptions, Size, Trace, TraceBuilder, TraceError};
 
 /// The queue configuration used without `--config`: three leaf queues under
 /// root with guarantees that add up to most of the default cluster.
@@ -52,66 +50,112 @@ partitions:
                 memory: 17592186044416
 ";
 
-/// Share of running allocations the RM releases after each round.
-const RELEASE_SHARE: f64 = 0.25;
-/// Upper bound on rounds, in case the core never places some asks.
-const MAX_ROUNDS: usize = 500;
+/// Where the trace comes from.
+#[derive(Debug, Clone)]
+pub enum TraceInput {
+    /// The synthetic workload of [`generate`].
+    Generate(GenerateOptions),
+    /// Files the user gave.
+    Files {
+        /// How to read them.
+        format: TraceFormat,
+        /// Trace files (asks, and nodes in our format), read in order.
+        traces: Vec<PathBuf>,
+        /// Node files (`--machines`) in the matching format.
+        machines: Vec<PathBuf>,
+        /// Units and queues for the public traces.
+        import: ImportOptions,
+    },
+}
+
+/// Trace file formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TraceFormat {
+    /// By file name: `.jsonl`/`.ndjson` (optionally `.gz`) is JSONL, anything else CSV.
+    Auto,
+    /// Our CSV format.
+    Csv,
+    /// Our JSONL format.
+    Jsonl,
+    /// Google 2011 cluster trace: task_events (machine_events with --machines).
+    Google,
+    /// Alibaba cluster-trace-v2018: batch_task (machine_meta with --machines).
+    Alibaba,
+}
+
+/// Nodes added at the start (`--nodes COUNT[:RESOURCES]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeSpec {
+    /// How many.
+    pub count: usize,
+    /// Capacity of each, wire units; `None` for the generator's mix of sizes.
+    pub capacity: Option<Size>,
+}
+
+impl std::str::FromStr for NodeSpec {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let (count, capacity) = match text.split_once(':') {
+            Some((c, r)) => (c, Some(r)),
+            None => (text, None),
+        };
+        let count = count
+            .trim()
+            .parse::<usize>()
+            .map_err(|_| format!("{text:?}: expected COUNT or COUNT:vcore=16,memory=64Gi"))?;
+        let capacity = capacity
+            .map(|r| trace::own::parse_resources(&r.replace(',', ";")))
+            .transpose()?;
+        Ok(Self { count, capacity })
+    }
+}
+
+/// A queue configuration and the name the report gives it.
+#[derive(Debug, Clone)]
+pub struct NamedConfig {
+    /// File name, or `built-in`.
+    pub name: String,
+    /// YAML text.
+    pub text: String,
+}
 
 /// What to simulate.
 #[derive(Debug, Clone)]
 pub struct SimulateOptions {
-    /// Nodes in the cluster.
-    pub nodes: usize,
-    /// Asks submitted over the run.
-    pub asks: usize,
-    /// Applications the asks are spread over.
-    pub apps: usize,
-    /// Seed for node and ask sizes and for the releases.
-    pub seed: u64,
-    /// Queue configuration YAML (the built-in one when `None`).
-    pub config: Option<String>,
-    /// Batches the asks are submitted in.
-    pub batches: usize,
+    /// One configuration, or two to compare.
+    pub configs: Vec<NamedConfig>,
+    /// The trace.
+    pub input: TraceInput,
+    /// Nodes added at the start.
+    pub nodes: Vec<NodeSpec>,
+    /// Count bad trace lines instead of stopping at the first.
+    pub skip_bad_lines: bool,
+    /// Step of the virtual clock, milliseconds.
+    pub tick_ms: u64,
 }
 
-impl Default for SimulateOptions {
-    fn default() -> Self {
-        Self {
-            nodes: 1_000,
-            asks: 50_000,
-            apps: 20,
-            seed: 42,
-            config: None,
-            batches: 10,
-        }
-    }
-}
-
-/// Why a simulation stopped.
+/// Why a simulation could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum SimulateError {
-    /// The configuration has no leaf queue to put applications in.
-    #[error("the queue configuration has no leaf queue for applications")]
-    NoLeafQueue,
-    /// The core refused the workload.
+    /// The configuration has no leaf queue to put generated applications in.
+    #[error("{0}: the queue configuration has no leaf queue for applications")]
+    NoLeafQueue(String),
+    /// The trace could not be read.
     #[error(transparent)]
-    Workload(#[from] WorkloadError),
-    /// The core has no snapshot of the partition after the run.
-    #[error("partition {0:?} not found after the run")]
-    NoPartition(String),
-}
-
-/// Progress of a running simulation, for a progress bar.
-#[derive(Debug, Clone, Copy)]
-pub struct Progress {
-    /// Round just finished.
-    pub round: usize,
-    /// Asks submitted so far.
-    pub submitted: usize,
-    /// Allocations received so far.
-    pub allocations: usize,
-    /// Allocations running now.
-    pub running: usize,
+    Trace(#[from] TraceError),
+    /// The trace has no nodes and none were given.
+    #[error("the trace has no nodes: give --nodes COUNT[:RESOURCES] or --machines FILE")]
+    NoNodes,
+    /// A replay failed.
+    #[error("{config}: {source}")]
+    Replay {
+        /// The configuration replayed.
+        config: String,
+        /// What went wrong.
+        #[source]
+        source: ReplayError,
+    },
 }
 
 /// The partition and leaf queue paths of a YuniKorn queue configuration (the
@@ -157,169 +201,142 @@ fn collect_leaves(queue: &serde_yaml::Value, prefix: &str, leaves: &mut Vec<Stri
     }
 }
 
-/// The simulated cluster: apps round-robin over the leaf queues, nodes of
-/// three sizes, asks of varied sizes and priorities in `batches` batches.
-pub struct SimulatedCluster {
-    /// Queue configuration.
-    pub config: String,
-    /// Partition.
-    pub partition: String,
-    /// Applications.
-    pub apps: Vec<unisched_si::AddApplicationRequest>,
-    /// Nodes.
-    pub nodes: Vec<unisched_si::NodeInfo>,
-    /// Ask batches, in submission order.
-    pub ask_batches: Vec<Vec<unisched_si::AllocationAsk>>,
+/// The partition of a configuration (its first), `default` when it names none.
+pub fn partition_of(config: &str) -> String {
+    leaf_queues(config).map_or_else(|| "default".to_string(), |(p, _)| p)
 }
 
-/// Builds the simulated cluster for `options`.
-pub fn build(options: &SimulateOptions) -> Result<SimulatedCluster, SimulateError> {
-    let config = options
-        .config
-        .clone()
-        .unwrap_or_else(|| DEFAULT_CONFIG.to_string());
-    let (partition, leaves) = match leaf_queues(&config) {
-        Some((_, leaves)) if leaves.is_empty() => return Err(SimulateError::NoLeafQueue),
-        Some(found) => found,
-        // Not our shape of YAML: let registration explain what is wrong.
-        None => ("default".to_string(), vec!["root.default".to_string()]),
-    };
-    let mut rng = Rng::new(options.seed);
-    let node_shapes = [(8_000, 32 * GIB), (16_000, 64 * GIB), (32_000, 128 * GIB)];
-    let nodes = (0..options.nodes)
-        .map(|i| {
-            let (vcore, memory) = *rng.pick(&node_shapes);
-            let mut n = node(
-                format!("node-{i:05}"),
-                &[("vcore", vcore), ("memory", memory)],
-            );
-            n.attributes
-                .insert("rack".to_string(), format!("rack-{}", i % 20));
-            n
-        })
-        .collect();
-    let app_count = options.apps.max(1);
-    let apps: Vec<_> = (0..app_count)
-        .map(|i| {
-            let queue = &leaves[i % leaves.len()];
-            app(
-                format!("app-{i:03}"),
-                queue,
-                &partition,
-                &format!("user-{}", i % 5),
-            )
-        })
-        .collect();
-    let vcores = [250, 500, 1_000, 1_000, 2_000, 4_000];
-    let memories = [256 * MIB, 512 * MIB, GIB, 2 * GIB, 4 * GIB, 8 * GIB];
-    let priorities = [0, 0, 10, 100];
-    let batch_size = options.asks.div_ceil(options.batches.max(1)).max(1);
-    let mut ask_batches: Vec<Vec<_>> = Vec::new();
-    for i in 0..options.asks {
-        if i % batch_size == 0 {
-            ask_batches.push(Vec::with_capacity(batch_size));
+/// Reads or generates the trace `options` describe, with its extra nodes.
+pub fn load_trace(options: &SimulateOptions) -> Result<Trace, SimulateError> {
+    let mut builder = match &options.input {
+        TraceInput::Generate(g) => {
+            let config = options
+                .configs
+                .first()
+                .map_or(DEFAULT_CONFIG, |c| c.text.as_str());
+            let name = options
+                .configs
+                .first()
+                .map_or("built-in", |c| c.name.as_str());
+            let leaves = match leaf_queues(config) {
+                Some((_, leaves)) if leaves.is_empty() => {
+                    return Err(SimulateError::NoLeafQueue(name.to_string()));
+                }
+                Some((_, leaves)) => leaves,
+                // Not our shape of YAML: registration says what is wrong.
+                None => vec!["root.default".to_string()],
+            };
+            let mut g = g.clone();
+            if options.nodes.iter().any(|n| n.capacity.is_some()) {
+                g.nodes = 0;
+            }
+            let generated = generate::generate(&g, &leaves);
+            if options.nodes.iter().all(|n| n.capacity.is_none()) {
+                return Ok(generated);
+            }
+            TraceBuilder::from_trace(generated)
         }
-        let app_id = &apps[rng.below(app_count as u64) as usize].application_id;
-        let size = [
-            ("vcore", *rng.pick(&vcores)),
-            ("memory", *rng.pick(&memories)),
-        ];
-        let priority = *rng.pick(&priorities);
-        if let Some(batch) = ask_batches.last_mut() {
-            batch.push(ask(
-                format!("ask-{i:06}"),
-                app_id,
-                &partition,
-                &size,
-                priority,
-            ));
+        TraceInput::Files {
+            format,
+            traces,
+            machines,
+            import,
+        } => read_files(*format, traces, machines, import, options.skip_bad_lines)?,
+    };
+    let mut n = 0;
+    for spec in &options.nodes {
+        let capacity = spec.capacity.clone().unwrap_or_else(default_node);
+        for _ in 0..spec.count {
+            builder.node_at_start(&format!("sim-node-{n:05}"), capacity.clone());
+            n += 1;
         }
     }
-    Ok(SimulatedCluster {
-        config,
-        partition,
-        apps,
-        nodes,
-        ask_batches,
-    })
+    let trace = builder.finish();
+    if !trace
+        .records
+        .iter()
+        .any(|r| matches!(r.event, trace::Event::NodeUp { .. }))
+    {
+        return Err(SimulateError::NoNodes);
+    }
+    Ok(trace)
 }
 
-/// Runs a simulation; `on_progress` is called after every round.
+/// Capacity of a `--nodes COUNT` node given without resources.
+fn default_node() -> Size {
+    vec![
+        ("memory".to_string(), 64 << 30),
+        ("vcore".to_string(), 16_000),
+    ]
+}
+
+fn read_files(
+    format: TraceFormat,
+    traces: &[PathBuf],
+    machines: &[PathBuf],
+    import: &ImportOptions,
+    skip_bad_lines: bool,
+) -> Result<TraceBuilder, SimulateError> {
+    let names: Vec<String> = traces.iter().map(|p| p.display().to_string()).collect();
+    let mut b = TraceBuilder::new(names.join(", "), skip_bad_lines);
+    let traces: Vec<&std::path::Path> = traces.iter().map(PathBuf::as_path).collect();
+    let machines: Vec<&std::path::Path> = machines.iter().map(PathBuf::as_path).collect();
+    match format {
+        TraceFormat::Google => {
+            trace::google::read_machine_events(&machines, import, &mut b)?;
+            trace::google::read_task_events(&traces, import, &mut b)?;
+        }
+        TraceFormat::Alibaba => {
+            trace::alibaba::read_machine_meta(&machines, import, &mut b)?;
+            trace::alibaba::read_batch_tasks(&traces, import, &mut b)?;
+        }
+        own => {
+            for path in machines.iter().chain(&traces) {
+                let jsonl = match own {
+                    TraceFormat::Jsonl => true,
+                    TraceFormat::Csv => false,
+                    _ => {
+                        let name = path.to_string_lossy().to_ascii_lowercase();
+                        let name = name.strip_suffix(".gz").unwrap_or(&name);
+                        name.ends_with(".jsonl") || name.ends_with(".ndjson")
+                    }
+                };
+                if jsonl {
+                    trace::own::read_jsonl(path, &mut b)?;
+                } else {
+                    trace::own::read_csv(path, &mut b)?;
+                }
+            }
+        }
+    }
+    Ok(b)
+}
+
+/// Replays `trace` against each configuration in turn; `on_progress` gets
+/// the index of the configuration and the replay's progress.
 pub fn run(
     options: &SimulateOptions,
-    mut on_progress: impl FnMut(Progress),
-) -> Result<SimulationReport, SimulateError> {
-    let sim = build(options)?;
-    let node_count = sim.nodes.len();
-    let app_count = sim.apps.len();
-    let cluster = Cluster::start(&sim.config, &sim.partition, sim.apps, sim.nodes)?;
-    let mut rng = Rng::new(options.seed ^ 0x5EED_0F7E_1EA5_E5E5);
-    let mut batches = sim.ask_batches.into_iter();
-    let start = Instant::now();
-    let mut submitted = 0;
-    let mut seen = 0;
-    let mut released = 0;
-    let mut running: Vec<ArrivedAllocation> = Vec::new();
-    let mut round = 0;
-    let mut exhausted = false;
-    loop {
-        round += 1;
-        match batches.next() {
-            Some(batch) => {
-                submitted += batch.len();
-                cluster.submit(batch)?;
-            }
-            None => exhausted = true,
-        }
-        cluster.scheduler.settle();
-        let (new, rejected) = cluster
-            .callback
-            .with_record(|r| (r.allocations[seen..].to_vec(), r.rejected_asks.len()));
-        seen += new.len();
-        let placed_now = new.len();
-        running.extend(new);
-        on_progress(Progress {
-            round,
-            submitted,
-            allocations: seen,
-            running: running.len(),
-        });
-        let pending = submitted.saturating_sub(seen + rejected);
-        let stuck = placed_now == 0 && running.is_empty();
-        if (exhausted && (pending == 0 || stuck)) || round >= MAX_ROUNDS {
-            break;
-        }
-        // Containers finish: release a share of the running allocations.
-        running.sort_unstable_by(|a, b| a.allocation_key.cmp(&b.allocation_key));
-        let (finished, still): (Vec<_>, Vec<_>) =
-            running.drain(..).partition(|_| rng.chance(RELEASE_SHARE));
-        running = still;
-        if !finished.is_empty() {
-            released += finished.len();
-            cluster.release(&finished)?;
-        }
+    trace: &std::sync::Arc<Trace>,
+    mut on_progress: impl FnMut(usize, Progress),
+) -> Result<Vec<(String, Outcome)>, SimulateError> {
+    let mut outcomes = Vec::new();
+    for (i, config) in options.configs.iter().enumerate() {
+        let replay_options = ReplayOptions {
+            config: config.text.clone(),
+            partition: partition_of(&config.text),
+            tick_ms: options.tick_ms,
+            ..ReplayOptions::default()
+        };
+        let outcome =
+            replay::replay(trace, &replay_options, |p| on_progress(i, p)).map_err(|source| {
+                SimulateError::Replay {
+                    config: config.name.clone(),
+                    source,
+                }
+            })?;
+        outcomes.push((config.name.clone(), outcome));
     }
-    let wall = start.elapsed();
-    let snapshot = cluster
-        .scheduler
-        .snapshot(&sim.partition)
-        .ok_or_else(|| SimulateError::NoPartition(sim.partition.clone()))?;
-    let rejected = cluster.callback.with_record(|r| r.rejected_asks.len());
-    cluster.scheduler.shutdown();
-    Ok(report::summarise(
-        report::RunTotals {
-            nodes: node_count,
-            apps: app_count,
-            asks: submitted,
-            seed: options.seed,
-            rounds: round,
-            allocations: seen,
-            released,
-            rejected,
-            wall,
-        },
-        &snapshot,
-    ))
+    Ok(outcomes)
 }
 
 #[cfg(test)]
@@ -343,33 +360,42 @@ mod tests {
     }
 
     #[test]
-    fn build_is_deterministic_and_sized() {
-        let options = SimulateOptions {
-            nodes: 50,
-            asks: 1_001,
-            apps: 7,
-            ..SimulateOptions::default()
-        };
-        let a = build(&options).unwrap();
-        let b = build(&options).unwrap();
-        assert_eq!(a.nodes, b.nodes);
-        assert_eq!(a.ask_batches, b.ask_batches);
-        assert_eq!(a.apps.len(), 7);
-        assert_eq!(a.ask_batches.len(), 10);
-        assert_eq!(a.ask_batches.iter().map(Vec::len).sum::<usize>(), 1_001);
-        let queues: std::collections::BTreeSet<_> =
-            a.apps.iter().map(|a| a.queue_name.as_str()).collect();
-        assert_eq!(queues.len(), 3);
+    fn node_specs_read_a_count_and_resources() {
+        assert_eq!(
+            "12".parse::<NodeSpec>().unwrap(),
+            NodeSpec {
+                count: 12,
+                capacity: None
+            }
+        );
+        let spec: NodeSpec = "3:vcore=4,memory=1Gi".parse().unwrap();
+        assert_eq!(
+            spec.capacity.unwrap(),
+            [
+                ("vcore".to_string(), 4_000),
+                ("memory".to_string(), 1 << 30)
+            ]
+        );
+        assert!("many".parse::<NodeSpec>().is_err());
+        assert!("3:vcore=lots".parse::<NodeSpec>().is_err());
     }
 
     #[test]
-    fn config_without_leaves_is_refused() {
+    fn generated_traces_need_a_leaf_queue() {
         let options = SimulateOptions {
-            config: Some(
-                "partitions:\n  - name: default\n    queues:\n      - name: root\n".to_string(),
-            ),
-            ..SimulateOptions::default()
+            configs: vec![NamedConfig {
+                name: "c.yaml".to_string(),
+                text: "partitions:\n  - name: default\n    queues:\n      - name: root\n"
+                    .to_string(),
+            }],
+            input: TraceInput::Generate(GenerateOptions::default()),
+            nodes: Vec::new(),
+            skip_bad_lines: false,
+            tick_ms: 1000,
         };
-        assert!(matches!(build(&options), Err(SimulateError::NoLeafQueue)));
+        assert!(matches!(
+            load_trace(&options),
+            Err(SimulateError::NoLeafQueue(_))
+        ));
     }
 }

@@ -65,19 +65,21 @@ pub fn invariants(snap: &PartitionSnapshot, step: usize) -> Vec<String> {
         .into_iter()
         .map(|f| format!("{}: expected {}, got {}", f.subject, f.expected, f.actual))
         .collect();
-    // A queue's usage is the sum of its children's and its applications'.
+    // A queue's usage is the sum of its children's and its applications':
+    // the sums are gathered in one walk over queues and one over apps.
+    let mut sums: BTreeMap<&str, ResourceMap> = BTreeMap::new();
+    for c in &snap.queues {
+        if let Some(parent) = parent_of(&c.path) {
+            sum_into(sums.entry(parent).or_default(), &c.allocated);
+        }
+    }
+    for a in &snap.applications {
+        let sum = sums.entry(a.queue.as_str()).or_default();
+        sum_into(sum, &a.allocated);
+        sum_into(sum, &a.placeholder);
+    }
     for q in &snap.queues {
-        let mut sum = ResourceMap::new();
-        for c in snap
-            .queues
-            .iter()
-            .filter(|c| parent_of(&c.path) == Some(&q.path))
-        {
-            sum_into(&mut sum, &c.allocated);
-        }
-        for a in snap.applications.iter().filter(|a| a.queue == q.path) {
-            sum_into(&mut sum, &a.allocated);
-        }
+        let sum = sums.remove(q.path.as_str()).unwrap_or_default();
         let mut mine = q.allocated.clone();
         mine.retain(|_, v| *v != 0);
         if sum != mine {

@@ -281,7 +281,8 @@ impl Model {
     }
 
     /// The core reports a release it initiates (`PLACEHOLDER_REPLACED`,
-    /// `PREEMPTED_BY_SCHEDULER`): the allocation stays until the RM confirms.
+    /// `PREEMPTED_BY_SCHEDULER`, `TIMEOUT`): the allocation stays until the
+    /// RM confirms.
     /// A replaced placeholder's real ask (the one of its task group with
     /// something pending) has one allocation less pending.
     pub fn release_started(&mut self, id: &str, termination: i32) -> Result<(), String> {
@@ -481,10 +482,14 @@ impl Model {
                 .iter()
                 .map(|k| (k.allocation_key.as_str(), k.pending_allocations))
                 .collect();
+            // The asks of this application only: keys sort by application
+            // first, so a range finds them without a walk over every ask
+            // (which made a long seed's steps grow with its history).
             let my_asks: BTreeMap<&str, u32> = self
                 .asks
-                .iter()
-                .filter(|((app, _), k)| app == &a.id && k.pending > 0)
+                .range((a.id.clone(), String::new())..)
+                .take_while(|((app, _), _)| app == &a.id)
+                .filter(|(_, k)| k.pending > 0)
                 .map(|((_, key), k)| (key.as_str(), k.pending))
                 .collect();
             if core_asks != my_asks {

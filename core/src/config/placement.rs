@@ -16,6 +16,12 @@
 //! Two cases fail placement outright, as upstream: a parent rule that yields an existing
 //! leaf, and a queue to create under a leaf or with an invalid name.
 //!
+//! An application the RM forces (`application.create.force=true`, sent for workloads
+//! already running) is never refused for want of a queue: when no rule resolves one it
+//! goes to [`RECOVERY_QUEUE`], before the `root.default` fallback, as upstream's
+//! implicit last rule (`recovery_rule.go`) does. Nobody passes the recovery queue's ACL,
+//! so only that rule places there.
+//!
 //! The scheduler answers questions about live queues through [`QueueLookup`]; the placer
 //! keeps no state between calls.
 
@@ -28,6 +34,26 @@ use super::{FilterConfig, FilterKind, MAX_QUEUE_DEPTH, PlacementRuleConfig, Rule
 
 /// The queue tried when no rule places an application.
 pub const DEFAULT_QUEUE: &str = "root.default";
+
+/// The queue forced applications go to when no rule resolves theirs: a dynamic,
+/// unlimited fifo leaf under root, never configured (upstream's `root.@recovery@`).
+pub const RECOVERY_QUEUE: &str = "root.@recovery@";
+
+/// The application tag by which an RM forces an application's creation.
+pub const CREATE_FORCE_TAG: &str = "application.create.force";
+
+/// Whether `tags` force the application's creation: the tag's key in any case,
+/// its value a boolean that is true (as Go's `strconv.ParseBool` reads it).
+pub fn is_create_forced(tags: &BTreeMap<String, String>) -> bool {
+    tags.iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(CREATE_FORCE_TAG))
+        .is_some_and(|(_, v)| matches!(v.as_str(), "1" | "t" | "T" | "true" | "TRUE" | "True"))
+}
+
+/// Whether `path` is the recovery queue (compared as upstream does, in any case).
+pub fn is_recovery_queue(path: &str) -> bool {
+    path.eq_ignore_ascii_case(RECOVERY_QUEUE)
+}
 
 /// What dots in user and tag derived queue names are replaced with.
 pub const DOT_REPLACEMENT: &str = "_dot_";
@@ -45,6 +71,8 @@ pub struct AppPlacementInput<'a> {
     pub groups: &'a [String],
     /// Application tags; tag rule names match keys case-insensitively.
     pub tags: &'a BTreeMap<String, String>,
+    /// The RM forces the application's creation (see [`is_create_forced`]).
+    pub forced: bool,
 }
 
 /// What the placer needs to know about an existing queue.
@@ -153,6 +181,12 @@ impl Placer {
                 },
             };
             reasons.push(format!("{label}: {why}"));
+        }
+        if app.forced {
+            return Ok(Placement {
+                queue_path: RECOVERY_QUEUE.to_string(),
+                create: queues.lookup(RECOVERY_QUEUE).is_none(),
+            });
         }
         let fallback = match queues.lookup(DEFAULT_QUEUE) {
             Some(_) => match accept(DEFAULT_QUEUE, app, queues)? {
@@ -272,7 +306,11 @@ fn accept(
     queues: &dyn QueueLookup,
 ) -> Result<Result<Placement, String>, String> {
     if let Some(info) = queues.lookup(path) {
-        let verdict = if !info.leaf {
+        let verdict = if is_recovery_queue(path) {
+            Err(format!(
+                "queue {path} takes only forced applications no rule places"
+            ))
+        } else if !info.leaf {
             Err(format!("queue {path} is not a leaf queue"))
         } else if info.draining {
             Err(format!("queue {path} is draining"))

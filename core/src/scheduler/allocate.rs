@@ -46,8 +46,9 @@ pub struct PassContext<'a> {
     node_memo: Vec<Resource>,
     /// Sizes that found no node to reserve in this pass.
     reserve_memo: Vec<Resource>,
-    /// (leaf, size) pairs that failed the headroom check in this pass.
-    headroom_memo: Vec<(QueueId, Resource)>,
+    /// (leaf, size, short of the root's max only) of asks that failed the
+    /// headroom check in this pass.
+    headroom_memo: Vec<(QueueId, Resource, bool)>,
 }
 
 impl<'a> PassContext<'a> {
@@ -71,12 +72,6 @@ impl<'a> PassContext<'a> {
             reserve_memo: Vec::new(),
             headroom_memo: Vec::new(),
         }
-    }
-
-    /// Notes that resources were freed during the pass.
-    pub fn resources_freed(&mut self) {
-        self.rerun = true;
-        self.clear_memos();
     }
 
     /// Forgets what failed: the memos hold while resources only shrink.
@@ -194,6 +189,16 @@ impl Partition {
             let node = &self.nodes[n];
             node.schedulable && node.res.fits(&res, Lanes::ALL) && self.predicate(ctx, ask, n, true)
         });
+        if self.asks[ask].required_node().is_some() {
+            // Its own node or nothing; room there may take preemption.
+            match on_reserved {
+                Some(n) => self.allocate(app, ask, n, ctx),
+                None => {
+                    self.try_required_node(app, ask, &res, ctx);
+                }
+            }
+            return;
+        }
         let node = match on_reserved {
             Some(n) => Some(n),
             None => match self.find_node(ask, &res, ctx) {
@@ -299,11 +304,14 @@ impl Partition {
         }
         let res = *self.asks[ask].resource;
         let leaf = self.apps[app].queue;
-        if ctx
+        if let Some(&(.., cluster_only)) = ctx
             .headroom_memo
             .iter()
-            .any(|(q, r)| *q == leaf && res.dominates(r))
+            .find(|(q, r, _)| *q == leaf && res.dominates(r))
         {
+            if cluster_only && self.fits_headroom_below_root(leaf, &res) {
+                self.report_waits_for_cluster(ask);
+            }
             return false;
         }
         // User and group limits first, then the queue headroom. A user limit
@@ -312,13 +320,22 @@ impl Partition {
             return false;
         }
         if !self.fits_headroom(leaf, &res) {
+            // Short of the root's max alone: the cluster is too small, which
+            // is the autoscaler's signal (the root's max is the cluster size).
+            let cluster_only = self.fits_headroom_below_root(leaf, &res);
+            if cluster_only {
+                self.report_waits_for_cluster(ask);
+            }
             if ctx.headroom_memo.len() < MEMO_LIMIT {
-                ctx.headroom_memo.push((leaf, res));
+                ctx.headroom_memo.push((leaf, res, cluster_only));
             }
             if self.config.preemption.enabled && self.asks[ask].allow_preempt_other {
                 self.try_preempt(app, ask, ctx);
             }
             return false;
+        }
+        if self.asks[ask].required_node().is_some() {
+            return self.try_required_node(app, ask, &res, ctx);
         }
         let search = if ctx.node_memo.iter().any(|r| res.dominates(r)) {
             NodeSearch::NotFound { clean: true }
@@ -335,11 +352,7 @@ impl Partition {
                     remember(&mut ctx.node_memo, res);
                 }
                 if self.asks[ask].reserved_node.is_none() {
-                    self.report_scheduling_state(
-                        ask,
-                        SchedulingState::Failed,
-                        "no node has room for the ask although the queue headroom allows it",
-                    );
+                    self.report_waits_for_cluster(ask);
                     let preempted = self.config.preemption.enabled
                         && self.asks[ask].allow_preempt_other
                         && self.try_preempt(app, ask, ctx);
@@ -350,6 +363,67 @@ impl Partition {
                 false
             }
         }
+    }
+
+    /// An ask that requires a node, as upstream's `tryRequiredNode`: the
+    /// reservations of that node held by asks that do not require it give
+    /// way, then the ask is placed there if it fits; if not, it reserves the
+    /// node at once (no reservation delay), so that no other ask takes the
+    /// room it waits for. One reservation per node: a node another
+    /// required-node ask holds is not reserved again. True on an allocation.
+    fn try_required_node(
+        &mut self,
+        app: AppId,
+        ask: AskId,
+        res: &Resource,
+        ctx: &mut PassContext<'_>,
+    ) -> bool {
+        let required = self.asks[ask].required_node().unwrap_or_default();
+        let Some(n) = self.node_by_id.get(required).copied() else {
+            // Not registered (yet): nothing to try.
+            return false;
+        };
+        if let Some(holder) = self.nodes[n]
+            .reserved_by
+            .filter(|&h| h != ask && self.asks[h].required_node().is_none())
+        {
+            self.unreserve_because(holder, "reservation cancelled: an ask requires the node");
+        }
+        if let Some(other) = self.asks[ask].reserved_node.filter(|&r| r != n) {
+            // Its tag named another node when it reserved that one.
+            self.unreserve(other);
+        }
+        if let NodeSearch::Found(n) = self.find_node(ask, res, ctx) {
+            self.allocate(app, ask, n, ctx);
+            return true;
+        }
+        let node = &self.nodes[n];
+        if self.asks[ask].reserved_node.is_none()
+            && node.reserved_by.is_none()
+            && node.schedulable
+            && res.fits_in(&node.res.capacity().minus(&node.res.occupied()))
+        {
+            self.reserve_node(ask, n, "reserved required node", ctx.now);
+        }
+        if self.config.preemption.enabled && self.asks[ask].allow_preempt_other {
+            self.try_preempt(app, ask, ctx);
+        }
+        false
+    }
+
+    /// Reports FAILED for an ask that waits for the cluster to grow: no node
+    /// or not enough nodes for it although its queue headroom allows it. An
+    /// ask that requires a node is no such signal (upstream leaves those out
+    /// of its outstanding requests): adding nodes would not help it.
+    fn report_waits_for_cluster(&mut self, ask: AskId) {
+        if self.asks[ask].required_node().is_some() {
+            return;
+        }
+        self.report_scheduling_state(
+            ask,
+            SchedulingState::Failed,
+            "the cluster has no room for the ask although the queue headroom allows it",
+        );
     }
 
     pub(super) fn predicate(
@@ -375,18 +449,14 @@ impl Partition {
     fn find_node(&mut self, ask: AskId, res: &Resource, ctx: &PassContext<'_>) -> NodeSearch {
         // An ask naming its node (as daemon sets do) goes there or nowhere; its
         // failure says nothing about other asks, so it is never "clean".
-        if let Some(required) = self.asks[ask].tags().get(super::preempt::REQUIRED_NODE_TAG) {
-            let fits = self
-                .node_by_id
-                .get(required.as_str())
-                .copied()
-                .filter(|&n| {
-                    let node = &self.nodes[n];
-                    node.schedulable
-                        && node.reserved_by.is_none_or(|r| r == ask)
-                        && node.res.fits(res, Lanes::ALL)
-                        && self.predicate(ctx, ask, n, true)
-                });
+        if let Some(required) = self.asks[ask].required_node() {
+            let fits = self.node_by_id.get(required).copied().filter(|&n| {
+                let node = &self.nodes[n];
+                node.schedulable
+                    && node.reserved_by.is_none_or(|r| r == ask)
+                    && node.res.fits(res, Lanes::ALL)
+                    && self.predicate(ctx, ask, n, true)
+            });
             return match fits {
                 Some(n) => NodeSearch::Found(n),
                 None => NodeSearch::NotFound { clean: false },
@@ -434,10 +504,7 @@ impl Partition {
     fn maybe_reserve(&mut self, ask: AskId, res: &Resource, ctx: &mut PassContext<'_>) {
         // A required-node ask waits for (or preempts on) its node; it does not
         // hold another one.
-        if self.asks[ask]
-            .tags()
-            .contains_key(super::preempt::REQUIRED_NODE_TAG)
-        {
+        if self.asks[ask].required_node().is_some() {
             return;
         }
         let created = self.asks[ask].created;
@@ -522,16 +589,12 @@ impl Partition {
         // A real ask the pass already passed over may replace this placeholder:
         // another round, so a settled core has nothing left to do.
         ctx.rerun |= meta.placeholder && self.gang_real_ask_pending(app, &meta.task_group);
+        let placeholder = meta.placeholder;
         self.place(app, ask, node, size, meta, ctx.now);
         if had_state != 0 {
             self.report_scheduling_state(ask, SchedulingState::Scheduled, "allocated");
         }
-        if matches!(
-            self.apps[app].state,
-            AppState::New | AppState::Accepted | AppState::Resuming | AppState::Completing
-        ) {
-            self.set_app_state(app, AppState::Running, ctx.now, "first allocation");
-        }
+        self.progress_on_allocation(app, placeholder, ctx.now, "first allocation");
         self.rekey_app(app);
         ctx.made += 1;
     }

@@ -142,8 +142,8 @@ impl Fixture {
         let node = self.nodes[i % self.nodes.len()];
         let app = self.apps[i % self.apps.len()];
         let size = self.size;
-        self.partition.add_usage(app, node, &size);
-        self.partition.remove_usage(app, node, &size);
+        self.partition.add_usage(app, node, &size, false);
+        self.partition.remove_usage(app, node, &size, false);
     }
 
     /// Queue and application ordering: changes application `i`'s usage and

@@ -362,6 +362,11 @@ impl Engine {
             RmConfig {
                 policy_group: request.policy_group.clone(),
                 text: text.clone(),
+                build_info: request
+                    .build_info
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
             },
         );
         self.rms.insert(
@@ -385,13 +390,25 @@ impl Engine {
         let mut out = Vec::new();
         for pc in parsed.partitions {
             let name: Arc<str> = Arc::from(qualify(rm_id, &pc.name));
-            let mut p = Partition::new(name, Arc::from(rm_id), pc, self.names.clone())
-                .map_err(|reason| SchedulerError::InvalidConfiguration { reason })?;
-            p.completing_timeout =
-                u64::try_from(self.options.completing_timeout.as_nanos()).unwrap_or(u64::MAX);
-            out.push(p);
+            out.push(self.new_partition(name, rm_id, pc)?);
         }
         Ok(out)
+    }
+
+    /// A partition of `rm_id` built from `pc`, with the scheduler's timers.
+    fn new_partition(
+        &self,
+        name: Arc<str>,
+        rm_id: &str,
+        pc: config::PartitionConfig,
+    ) -> SchedulerResult<Partition> {
+        let nanos = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        let mut p = Partition::new(name, Arc::from(rm_id), pc, self.names.clone())
+            .map_err(|reason| SchedulerError::InvalidConfiguration { reason })?;
+        p.completing_timeout = nanos(self.options.completing_timeout);
+        p.queue_cleanup_interval = nanos(self.options.queue_cleanup_interval).max(1);
+        p.completed_apps_kept = self.options.completed_apps_kept;
+        Ok(p)
     }
 
     fn update_configuration(
@@ -440,12 +457,7 @@ impl Engine {
                     .map_err(|reason| SchedulerError::InvalidConfiguration { reason })?,
                 None => {
                     let name: Arc<str> = Arc::from(name);
-                    let mut p =
-                        Partition::new(name.clone(), Arc::from(rm_id), pc, self.names.clone())
-                            .map_err(|reason| SchedulerError::InvalidConfiguration { reason })?;
-                    p.completing_timeout =
-                        u64::try_from(self.options.completing_timeout.as_nanos())
-                            .unwrap_or(u64::MAX);
+                    let p = self.new_partition(name.clone(), rm_id, pc)?;
                     self.partitions.insert(name, p);
                 }
             }

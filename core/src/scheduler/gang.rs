@@ -13,19 +13,13 @@
 //! `PLACEHOLDER_REPLACED` and keeps it (and its resources) until the RM
 //! confirms with a release of the same type; then the real allocation is made
 //! on the placeholder's node and sent. A real ask larger than its placeholder
-//! releases that placeholder at once (`TIMEOUT`).
-//!
-//! The placeholder timer starts with the first placeholder ask (the app's
-//! execution timeout, else 15 minutes). When it fires, a Running application
-//! releases its unused placeholders; any other goes Resuming then Accepted
-//! (Soft style: its real asks are then scheduled normally) or Failing then
-//! Failed (Hard style: everything is released).
+//! releases that placeholder (`TIMEOUT`), which also holds its resources until
+//! the RM confirms. The placeholder timeout is in `placeholder_timeout.rs`.
 
 use std::cmp::Reverse;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use si::event_record::{ChangeDetail, ChangeType, Type as EventType};
 use unisched_si as si;
 
 use super::allocate::PassContext;
@@ -66,10 +60,13 @@ pub struct Gang {
     pub deadline: Option<u64>,
     /// Per task group counts.
     pub groups: BTreeMap<String, GroupCount>,
+    /// The application's `placeholderAsk`: the total of all its
+    /// placeholders (zero when it gave none).
+    pub placeholder_ask: Resource,
 }
 
 impl Gang {
-    fn new(hard: bool, timeout_ms: i64) -> Self {
+    fn new(hard: bool, timeout_ms: i64, placeholder_ask: Resource) -> Self {
         let timeout = u64::try_from(timeout_ms)
             .ok()
             .filter(|&ms| ms > 0)
@@ -81,6 +78,7 @@ impl Gang {
             timeout,
             deadline: None,
             groups: BTreeMap::new(),
+            placeholder_ask,
         }
     }
 }
@@ -106,7 +104,8 @@ impl Partition {
         };
         let hard = style.eq_ignore_ascii_case("hard");
         if ask.is_zero() {
-            return Ok((hard || timeout_ms > 0).then(|| Box::new(Gang::new(hard, timeout_ms))));
+            return Ok((hard || timeout_ms > 0)
+                .then(|| Box::new(Gang::new(hard, timeout_ms, Resource::ZERO))));
         }
         let leaf = &self.queues[queue];
         if leaf.app_sort == AppSortPolicy::Fair {
@@ -126,19 +125,39 @@ impl Partition {
             }
             q = queue.parent;
         }
-        Ok(Some(Box::new(Gang::new(hard, timeout_ms))))
+        Ok(Some(Box::new(Gang::new(hard, timeout_ms, ask))))
     }
 
-    /// Counts a new placeholder ask in its task group and starts the
-    /// placeholder timer if it is not running.
-    pub(super) fn gang_placeholder_asked(&mut self, app: AppId, ask: AskId, now: u64) {
-        let (group, wanted) = (
-            self.asks[ask].task_group().to_string(),
-            self.asks[ask].pending,
-        );
+    /// Keeps a placeholder ask's task group count equal to what the ask
+    /// stands for: the placeholders it made (or the RM recovered for its
+    /// key) plus those it still wants. Called whenever the RM sends the ask
+    /// or recovers one of its allocations, in whatever order: a count kept
+    /// per ask makes each placeholder count once (a recovered placeholder
+    /// counts as one asked for, as upstream counts a recovered placeholder
+    /// ask, so a real ask of its group replaces it). Starts the placeholder
+    /// timer if it is not running.
+    pub(super) fn sync_placeholder_count(&mut self, ask: AskId, now: u64) {
+        let a = &mut self.asks[ask];
+        let (app, group) = (a.app, a.task_group().to_string());
+        let stands_for = a.allocated_total.saturating_add(a.pending);
+        let extra = a.extra.get_or_insert_with(Box::default);
+        let counted = std::mem::replace(&mut extra.placeholders_counted, stands_for);
+        if stands_for > counted {
+            self.count_placeholders(app, group, stands_for - counted, now);
+        } else if let Some(c) = self.apps[app]
+            .gang
+            .as_mut()
+            .and_then(|g| g.groups.get_mut(&group))
+        {
+            // The RM lowered what the ask wants.
+            c.count = c.count.saturating_sub(counted - stands_for);
+        }
+    }
+
+    fn count_placeholders(&mut self, app: AppId, group: String, wanted: u32, now: u64) {
         let gang = self.apps[app]
             .gang
-            .get_or_insert_with(|| Box::new(Gang::new(false, 0)));
+            .get_or_insert_with(|| Box::new(Gang::new(false, 0, Resource::ZERO)));
         let count = &mut gang.groups.entry(group).or_default().count;
         *count = count.saturating_add(wanted);
         if gang.deadline.is_none() {
@@ -146,6 +165,16 @@ impl Partition {
             gang.deadline = Some(deadline);
             self.gang_timers.push(Reverse((deadline, app)));
         }
+    }
+
+    /// True when the application's placeholders add up to its placeholder
+    /// ask (upstream compares the totals for equality): the gang is
+    /// complete and the application runs. Never without a placeholder ask.
+    pub(super) fn all_placeholders_allocated(&self, app: AppId) -> bool {
+        let a = &self.apps[app];
+        a.gang
+            .as_ref()
+            .is_some_and(|g| !g.placeholder_ask.is_zero() && g.placeholder_ask == a.placeholder)
     }
 
     /// True when `ask` is a real ask whose task group still has placeholders
@@ -173,7 +202,7 @@ impl Partition {
     }
 
     /// Placeholder allocations of an application not being released, oldest first.
-    fn live_placeholders(&self, app: AppId, group: Option<&str>) -> Vec<AllocId> {
+    pub(super) fn live_placeholders(&self, app: AppId, group: Option<&str>) -> Vec<AllocId> {
         let mut out: Vec<AllocId> = self.apps[app]
             .asks
             .values()
@@ -198,17 +227,15 @@ impl Partition {
         for ph in self.live_placeholders(app, Some(&group)) {
             let res = *self.asks[ask].resource;
             if !res.fits_in(&self.allocs[ph].resource) {
-                self.release_allocation(
+                // As upstream: the placeholder is released (TIMEOUT) and
+                // keeps its resources until the RM confirms; the real ask
+                // waits for that, then is scheduled normally.
+                self.release_with_confirmation(
                     ph,
                     si::TerminationType::Timeout,
                     "real ask larger than its placeholder",
                     ctx.now,
                 );
-                ctx.resources_freed();
-                if !self.gang_waits(app, ask) {
-                    // Nothing left to replace: scheduled normally in the next pass.
-                    return false;
-                }
                 continue;
             }
             let node = self.allocs[ph].node;
@@ -295,6 +322,23 @@ impl Partition {
         self.rekey_app(app);
     }
 
+    /// Releases an allocation the way the core decides releases: marked as
+    /// releasing and reported to the RM with `termination`; it keeps its
+    /// resources until the RM confirms with a release of the same type.
+    pub(super) fn release_with_confirmation(
+        &mut self,
+        id: AllocId,
+        termination: si::TerminationType,
+        message: &str,
+        now: u64,
+    ) {
+        self.allocs[id].releasing = Some(Box::new(PendingRelease {
+            termination,
+            replacement: None,
+        }));
+        self.send_release(id, termination, message, now);
+    }
+
     /// Tells the RM the core releases an allocation (it stays until removed).
     pub(super) fn send_release(
         &mut self,
@@ -376,6 +420,11 @@ impl Partition {
         {
             c.gone = c.gone.saturating_add(pending);
         }
+        // What the ask still stands for: its allocations (sent again, it
+        // counts what it then wants on top).
+        if let Some(extra) = self.asks[ask].extra.as_mut() {
+            extra.placeholders_counted = extra.placeholders_counted.saturating_sub(pending);
+        }
     }
 
     /// Makes the real allocation of a confirmed replacement on `node`, of the
@@ -401,7 +450,15 @@ impl Partition {
             tags: a.tags().clone(),
         };
         let size = self.sizes.intern(res);
+        // As upstream: the first real allocation that replaces a placeholder
+        // leaves the state alone (the gang's last placeholder moved it
+        // already), unless the application is Completing.
+        let progresses =
+            !self.apps[app].allocated.is_zero() || self.apps[app].state == AppState::Completing;
         self.place(app, ask, node, size, meta, now);
+        if progresses {
+            self.progress_on_allocation(app, false, now, "placeholder replaced");
+        }
         if self.asks[ask].reported_state != 0 {
             self.report_scheduling_state(
                 ask,
@@ -410,109 +467,5 @@ impl Partition {
             );
         }
         self.rekey_app(app);
-    }
-
-    /// Fires placeholder timers that are due.
-    pub(super) fn process_gang_timers(&mut self, now: u64) {
-        while let Some(&Reverse((deadline, app))) = self.gang_timers.peek() {
-            if deadline > now {
-                break;
-            }
-            self.gang_timers.pop();
-            let Some(gang) = self.apps.get_mut(app).and_then(|a| a.gang.as_mut()) else {
-                continue;
-            };
-            if gang.deadline != Some(deadline) {
-                continue;
-            }
-            gang.deadline = None;
-            self.placeholder_timeout(app, now);
-        }
-    }
-
-    fn placeholder_timeout(&mut self, app: AppId, now: u64) {
-        let pending_asks: Vec<AskId> = self.apps[app]
-            .asks
-            .values()
-            .copied()
-            .filter(|&a| self.asks[a].placeholder && self.asks[a].pending > 0)
-            .collect();
-        let live = self.live_placeholders(app, None);
-        if live.is_empty() && pending_asks.is_empty() {
-            return;
-        }
-        let state = self.apps[app].state;
-        let has_placeholders = self.apps[app]
-            .asks
-            .values()
-            .any(|&a| self.asks[a].placeholder && !self.asks[a].allocs.is_empty());
-        let hard = self.apps[app].gang.as_ref().is_some_and(|g| g.hard);
-        let started = matches!(state, AppState::Running | AppState::Completing);
-        if started && has_placeholders || !hard && !state.can_move_to(AppState::Resuming) {
-            // The application runs: only its unused placeholders go.
-            self.drop_placeholders(app, &pending_asks, &live, now);
-            self.check_completing(app, now);
-            return;
-        }
-        if !hard {
-            self.set_app_state(app, AppState::Resuming, now, "ResourceReservationTimeout");
-            self.drop_placeholders(app, &pending_asks, &live, now);
-            self.set_app_state(
-                app,
-                AppState::Accepted,
-                now,
-                "placeholders timed out: scheduling normally",
-            );
-            self.check_completing(app, now);
-            return;
-        }
-        self.set_app_state(app, AppState::Failing, now, "ResourceReservationTimeout");
-        for alloc in self.app_allocations(app) {
-            self.release_allocation(
-                alloc,
-                si::TerminationType::Timeout,
-                "placeholder timeout: application failed (hard gang style)",
-                now,
-            );
-        }
-        let asks: Vec<AskId> = self.apps[app].asks.values().copied().collect();
-        for ask in asks {
-            self.ask_timed_out(ask, now);
-        }
-        self.set_app_state(app, AppState::Failed, now, "placeholders timed out");
-        self.drop_app(app, now);
-    }
-
-    fn drop_placeholders(&mut self, app: AppId, asks: &[AskId], live: &[AllocId], now: u64) {
-        for &ask in asks {
-            self.ask_timed_out(ask, now);
-        }
-        for &alloc in live {
-            self.release_allocation(
-                alloc,
-                si::TerminationType::Timeout,
-                "placeholder timed out",
-                now,
-            );
-        }
-        self.rekey_app(app);
-    }
-
-    fn ask_timed_out(&mut self, ask: AskId, now: u64) {
-        if !self.asks.contains(ask) {
-            return;
-        }
-        let a = &self.asks[ask];
-        let (key, app) = (a.key.clone(), self.apps[a.app].id.clone());
-        self.outbox.event(
-            now,
-            EventType::Request,
-            &key,
-            &app,
-            ChangeType::Remove,
-            ChangeDetail::RequestTimeout,
-            "placeholder timeout".to_string(),
-        );
-        self.remove_ask(ask, now);
     }
 }

@@ -39,6 +39,7 @@ pub mod observe;
 pub mod offers;
 mod ops;
 mod partition;
+mod placeholder_timeout;
 mod preempt;
 
 use std::sync::Arc;
@@ -82,7 +83,16 @@ pub struct SchedulerOptions {
     /// Most allocations made before the loop looks for new requests and sends
     /// results out (bounds callback latency under load).
     pub max_allocations_per_pass: usize,
+    /// How often a partition removes its empty draining queues and empty
+    /// dynamic queues (upstream's partition manager: every 10 s).
+    pub queue_cleanup_interval: Duration,
+    /// How many finished applications a partition keeps for readers
+    /// (snapshots, REST), newest last.
+    pub completed_apps_kept: usize,
 }
+
+/// Default of [`SchedulerOptions::queue_cleanup_interval`].
+pub const DEFAULT_QUEUE_CLEANUP_INTERVAL: Duration = Duration::from_secs(10);
 
 /// Default of [`SchedulerOptions::reservation_timeout`].
 pub const DEFAULT_RESERVATION_TIMEOUT: Duration = Duration::from_secs(60);
@@ -96,6 +106,8 @@ impl Default for SchedulerOptions {
             reservation_delay: Duration::from_secs(2),
             reservation_timeout: DEFAULT_RESERVATION_TIMEOUT,
             max_allocations_per_pass: 512,
+            queue_cleanup_interval: DEFAULT_QUEUE_CLEANUP_INTERVAL,
+            completed_apps_kept: 10_000,
         }
     }
 }
@@ -108,6 +120,8 @@ impl std::fmt::Debug for SchedulerOptions {
             .field("reservation_delay", &self.reservation_delay)
             .field("reservation_timeout", &self.reservation_timeout)
             .field("max_allocations_per_pass", &self.max_allocations_per_pass)
+            .field("queue_cleanup_interval", &self.queue_cleanup_interval)
+            .field("completed_apps_kept", &self.completed_apps_kept)
             .finish_non_exhaustive()
     }
 }
@@ -311,6 +325,13 @@ impl Scheduler {
     pub fn config(&self, rm_id: &str) -> Option<String> {
         self.check_registered(rm_id).ok()?;
         self.inner.observer.config(rm_id).map(|c| c.text)
+    }
+
+    /// The build information `rm_id` gave at registration, or `None` for an
+    /// unknown RM.
+    pub fn build_info(&self, rm_id: &str) -> Option<std::collections::BTreeMap<String, String>> {
+        self.check_registered(rm_id).ok()?;
+        self.inner.observer.config(rm_id).map(|c| c.build_info)
     }
 
     /// Applies `text` as the configuration of `rm_id`, then asks the RM to

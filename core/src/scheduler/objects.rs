@@ -335,12 +335,19 @@ pub struct App {
     pub state: AppState,
     /// Clock time of the last transition.
     pub state_since: u64,
+    /// Every state entered with its clock time, oldest first (for readers;
+    /// an application makes a handful of transitions in its life).
+    pub state_log: Vec<(AppState, u64)>,
     /// Clock time of submission.
     pub submission_time: u64,
     /// Submission order within the partition.
     pub seq: u64,
-    /// Allocated to this application.
+    /// Allocated to this application's real (not placeholder) allocations.
     pub allocated: Resource,
+    /// Held by this application's placeholders, tracked apart from
+    /// `allocated` as upstream's `allocatedPlaceholder` (queues and nodes
+    /// count both).
+    pub placeholder: Resource,
     /// Pending for this application.
     pub pending: Resource,
     /// Every ask by key, including fully allocated ones still holding
@@ -426,6 +433,8 @@ pub struct AskExtra {
     pub task_group: String,
     /// Clock time of the last preemption attempt for the ask (0 = none).
     pub preempt_checked_at: u64,
+    /// A placeholder ask: how many placeholders its task group counts for it.
+    pub placeholders_counted: u32,
 }
 
 impl AskExtra {
@@ -437,6 +446,7 @@ impl AskExtra {
                 tags,
                 task_group,
                 preempt_checked_at: 0,
+                placeholders_counted: 0,
             })
         })
     }
@@ -449,6 +459,13 @@ impl Ask {
     /// Tags from the RM.
     pub fn tags(&self) -> &BTreeMap<String, String> {
         self.extra.as_ref().map_or(&NO_TAGS, |e| &e.tags)
+    }
+
+    /// The node the ask must run on (its required-node tag), if any.
+    pub fn required_node(&self) -> Option<&str> {
+        self.tags()
+            .get(super::preempt::REQUIRED_NODE_TAG)
+            .map(String::as_str)
     }
 
     /// Gang task group (empty when none).

@@ -134,6 +134,8 @@ pub struct RmConfig {
     pub policy_group: String,
     /// The configuration text in force.
     pub text: String,
+    /// Build information the RM gave at registration (version, date, ...).
+    pub build_info: BTreeMap<String, String>,
 }
 
 /// The shared observability state (see the module docs).

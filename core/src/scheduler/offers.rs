@@ -37,15 +37,13 @@
 //! least one pass has run since it was set; REVIVE clears them
 //! ([`OfferChange::ClearFilters`]).
 //!
-//! A node may be kept for one queue subtree ([`OfferChange::Restrict`]): only
-//! applications of that queue or below it are offered it. This is how Mesos
-//! reservations map: an agent's resources reserved to a role stand on a node
-//! of their own, offered only to that role and its children.
-//!
-//! A node that stands for part of a machine may be offered whatever its
-//! remainder holds ([`OfferChange::AnyRemainder`]): the minimum allocatable
-//! quantities judge a whole machine's remainder, and such a part (a Mesos
-//! resource provider's disk) may hold none of them.
+//! A node may have terms of its own ([`OfferChange::NodeTerms`]): kept for one
+//! queue subtree (only applications of that queue or below it are offered
+//! it), and offered whatever its remainder (no minimum). This is how Mesos
+//! reservations and resource providers map: an agent's resources reserved to
+//! a role, or held by a provider, stand on nodes of their own, offered only
+//! to that role and its children; such a node is one part of an agent, so the
+//! minimum (which Mesos checks on the agent as a whole) does not apply to it.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -112,27 +110,18 @@ pub enum OfferChange {
     },
     /// Makes the next pass an allocation run (offers are made only then).
     Allocate,
-    /// Offers `node_id` only to applications of the queue `queue` or of a
-    /// queue below it; `None` lifts the restriction. It lasts as long as the
-    /// node; a node the partition does not have is refused with a reason.
-    Restrict {
+    /// How `node_id` is offered: only to applications of the queue `queue`
+    /// or of a queue below it (`None`: to anyone), and with `any_remainder`
+    /// whatever its remainder (the minimum does not apply). The terms last
+    /// as long as the node; a node the partition does not have is refused
+    /// with a reason.
+    NodeTerms {
         /// Node id.
         node_id: String,
         /// Full queue path (`root.a`).
         queue: Option<String>,
-    },
-    /// Offers `node_id`'s remainder whenever it is not nothing (`any`), or
-    /// again only when one of the policy's minimum quantities fits in it.
-    /// For a node that stands for part of a machine (Mesos: the pool of a
-    /// resource provider or of a reservation, which upstream offers with the
-    /// rest of the agent), whose remainder may hold none of them. It lasts as
-    /// long as the node; a node the partition does not have is refused with
-    /// a reason.
-    AnyRemainder {
-        /// Node id.
-        node_id: String,
-        /// Whether any remainder is offered.
-        any: bool,
+        /// Offer any remainder that is not nothing.
+        any_remainder: bool,
     },
 }
 
@@ -155,13 +144,10 @@ pub(super) enum PreparedChange {
         app: String,
     },
     Allocate,
-    Restrict {
+    NodeTerms {
         node: String,
         queue: Option<String>,
-    },
-    AnyRemainder {
-        node: String,
-        any: bool,
+        any_remainder: bool,
     },
 }
 
@@ -207,13 +193,15 @@ pub(super) fn prepare(names: &ResourceNames, request: OfferRequest) -> PreparedO
                 app: application_id,
             },
             OfferChange::Allocate => PreparedChange::Allocate,
-            OfferChange::Restrict { node_id, queue } => PreparedChange::Restrict {
+            OfferChange::NodeTerms {
+                node_id,
+                queue,
+                any_remainder,
+            } => PreparedChange::NodeTerms {
                 node: node_id,
                 queue,
+                any_remainder,
             },
-            OfferChange::AnyRemainder { node_id, any } => {
-                PreparedChange::AnyRemainder { node: node_id, any }
-            }
         })
         .collect();
     PreparedOffers {
@@ -235,13 +223,30 @@ pub struct OfferPolicy {
     pub run_due: bool,
     /// Filter deadlines: (time, application, node).
     timers: BinaryHeap<Reverse<(u64, AppId, NodeId)>>,
-    /// Nodes kept for a queue subtree, by the subtree's path.
-    restricted: FastMap<NodeId, Arc<str>>,
-    /// Nodes offered whatever their remainder holds.
-    any_remainder: FastMap<NodeId, ()>,
+    /// Nodes with terms of their own.
+    terms: FastMap<NodeId, NodeTerms>,
+}
+
+/// How one node is offered (see [`OfferChange::NodeTerms`]).
+#[derive(Debug, Clone, Default)]
+struct NodeTerms {
+    /// Kept for this queue subtree.
+    subtree: Option<Arc<str>>,
+    /// Offered whatever its remainder.
+    any_remainder: bool,
 }
 
 impl OfferPolicy {
+    /// True when `available` (a remainder) of `node` may be offered: it holds
+    /// one of the minimum quantities, or anything at all where the node's
+    /// terms say so.
+    pub fn allows_node(&self, node: NodeId, available: &Resource, lanes: Lanes) -> bool {
+        if !self.terms.is_empty() && self.terms.get(&node).is_some_and(|t| t.any_remainder) {
+            return available.0[..lanes.get()].iter().any(|&v| v > 0);
+        }
+        self.allows(available, lanes)
+    }
+
     /// True when `available` (a remainder) may be offered.
     pub fn allows(&self, available: &Resource, lanes: Lanes) -> bool {
         if self.min_allocatable.is_empty() {
@@ -250,14 +255,6 @@ impl OfferPolicy {
         self.min_allocatable
             .iter()
             .any(|m| m.fits_in_lanes(available, lanes))
-    }
-
-    /// True when `available`, a remainder of `node`, may be offered.
-    pub fn allows_on(&self, node: NodeId, available: &Resource, lanes: Lanes) -> bool {
-        if self.any_remainder.contains_key(&node) {
-            return available.0[..lanes.get()].iter().any(|&v| v > 0);
-        }
-        self.allows(available, lanes)
     }
 }
 
@@ -326,8 +323,11 @@ impl Partition {
                         policy.run_due = true;
                     }
                 }
-                PreparedChange::Restrict { node, queue } => self.restrict(&node, queue),
-                PreparedChange::AnyRemainder { node, any } => self.any_remainder(&node, any),
+                PreparedChange::NodeTerms {
+                    node,
+                    queue,
+                    any_remainder,
+                } => self.set_node_terms(&node, queue, any_remainder),
             }
         }
     }
@@ -424,12 +424,12 @@ impl Partition {
         }
     }
 
-    fn restrict(&mut self, node_id: &str, queue: Option<String>) {
+    fn set_node_terms(&mut self, node_id: &str, queue: Option<String>, any_remainder: bool) {
         let Some(&node) = self.node_by_id.get(node_id) else {
             return self.reject_offer_change(
                 "",
                 format!(
-                    "offer restriction: node {node_id} not found in partition {}",
+                    "offer terms: node {node_id} not found in partition {}",
                     self.name
                 ),
             );
@@ -438,54 +438,29 @@ impl Partition {
             return self.reject_offer_change(
                 "",
                 format!(
-                    "node {node_id}: partition {} takes no offer restriction before an offer policy",
+                    "node {node_id}: partition {} takes no offer terms before an offer policy",
                     self.name
                 ),
             );
         };
-        match queue {
-            Some(q) => {
-                policy.restricted.insert(node, Arc::from(q.as_str()));
-            }
-            None => {
-                policy.restricted.remove(&node);
-            }
-        }
-        // A node that was kept from everyone else may be offered again.
-        self.floor_lowered = true;
-    }
-
-    fn any_remainder(&mut self, node_id: &str, any: bool) {
-        let Some(&node) = self.node_by_id.get(node_id) else {
-            return self.reject_offer_change(
-                "",
-                format!(
-                    "offer floor: node {node_id} not found in partition {}",
-                    self.name
-                ),
-            );
+        let terms = NodeTerms {
+            subtree: queue.map(|q| Arc::from(q.as_str())),
+            any_remainder,
         };
-        let Some(policy) = self.offers.as_deref_mut() else {
-            return self.reject_offer_change(
-                "",
-                format!(
-                    "node {node_id}: partition {} takes no offer floor before an offer policy",
-                    self.name
-                ),
-            );
-        };
-        if any {
-            policy.any_remainder.insert(node, ());
+        if terms.subtree.is_none() && !terms.any_remainder {
+            policy.terms.remove(&node);
         } else {
-            policy.any_remainder.remove(&node);
+            policy.terms.insert(node, terms);
         }
-        // The node is judged by another floor: put it back where it belongs.
+        // A node that was kept from everyone else (or judged too small) may
+        // be offered now.
+        self.floor_lowered = true;
         self.rekey_node(node);
     }
 
     /// True when the node may be offered to applications of `queue`.
     fn offerable_to(&self, policy: &OfferPolicy, node: NodeId, queue: QueueId) -> bool {
-        let Some(subtree) = policy.restricted.get(&node) else {
+        let Some(subtree) = policy.terms.get(&node).and_then(|t| t.subtree.as_ref()) else {
             return true;
         };
         let mut q = Some(queue);
@@ -531,8 +506,7 @@ impl Partition {
         let Some(policy) = self.offers.as_deref_mut() else {
             return;
         };
-        policy.restricted.remove(&node);
-        policy.any_remainder.remove(&node);
+        policy.terms.remove(&node);
         for (_, a) in self.apps.iter_mut() {
             if let Some(o) = a.offers.as_deref_mut() {
                 o.filters.remove(&node);
@@ -602,7 +576,7 @@ impl Partition {
         let (now, pass) = (ctx.now, self.pass);
         let lease_ask = self.apps[app].asks.get(&self.apps[app].id).copied();
         let app_queue = self.apps[app].queue;
-        let restricted = !policy.restricted.is_empty();
+        let restricted = !policy.terms.is_empty();
         let Some(offers) = self.apps[app].offers.as_deref() else {
             return false;
         };
@@ -612,8 +586,8 @@ impl Partition {
             let n = k.node();
             let node = &self.nodes[n];
             let available = node.res.available();
-            if !policy.allows_on(n, &available, lanes) {
-                if self.node_exhausted(n, &node.res) {
+            if !policy.allows_node(n, &available, lanes) {
+                if self.node_exhausted(n) {
                     exhausted.push(n);
                 }
                 return false;
@@ -622,7 +596,7 @@ impl Partition {
                 return false;
             }
             let offer = available.min(&headroom);
-            if !policy.allows_on(n, &offer, lanes)
+            if !policy.allows_node(n, &offer, lanes)
                 || offers
                     .filters
                     .get(&n)
@@ -710,7 +684,8 @@ impl Partition {
     /// True when nothing pending could use the node's remainder: no pending
     /// ask fits in it and (where applications want offers) it is too small to
     /// offer. With nothing pending at all, no node is exhausted.
-    pub(super) fn node_exhausted(&self, node: NodeId, res: &NodeResources) -> bool {
+    pub(super) fn node_exhausted(&self, node: NodeId) -> bool {
+        let res = &self.nodes[node].res;
         let offers = self.offers_wanted();
         match &self.pending_floor {
             None if !offers => false,
@@ -720,7 +695,7 @@ impl Partition {
                         || self
                             .offers
                             .as_deref()
-                            .is_none_or(|p| !p.allows_on(node, &res.available(), self.lanes)))
+                            .is_none_or(|p| !p.allows_node(node, &res.available(), self.lanes)))
             }
         }
     }

@@ -54,7 +54,10 @@ impl Partition {
         ctx: &mut PassContext<'_>,
     ) -> bool {
         let a = &self.asks[ask];
-        if !a.allow_preempt_other || a.reserved_node.is_some() || a.pending == 0 {
+        // An ask holding a reservation waits for its node; one that requires
+        // its node holds that node's reservation while it preempts there.
+        let waits_elsewhere = a.reserved_node.is_some() && a.required_node().is_none();
+        if !a.allow_preempt_other || waits_elsewhere || a.pending == 0 {
             return false;
         }
         let leaf = self.apps[app].queue;
@@ -88,7 +91,7 @@ impl Partition {
         if !self.within_guarantee(leaf, &res) {
             return false;
         }
-        let required = a.tags().get(REQUIRED_NODE_TAG).cloned();
+        let required = a.required_node().map(str::to_string);
         // Nodes in sort order, merged lazily from the index and the exhausted
         // set: the walk stops at the first node where a single victim that
         // allows preemption and is no originator suffices, since no later
@@ -147,11 +150,7 @@ impl Partition {
             self.asks[ask].key, self.apps[app].id
         );
         for v in victims {
-            self.allocs[v].releasing = Some(Box::new(PendingRelease {
-                termination: si::TerminationType::PreemptedByScheduler,
-                replacement: None,
-            }));
-            self.send_release(
+            self.release_with_confirmation(
                 v,
                 si::TerminationType::PreemptedByScheduler,
                 &message,
@@ -164,8 +163,9 @@ impl Partition {
 
     /// Whether allocation `v` allows being preempted. Opting out is a strong
     /// suggestion, not a guarantee (the first law): such allocations are
-    /// victims only when nothing else frees enough. A recovered allocation
-    /// without an ask allows it, as the SI default does.
+    /// victims only when nothing else frees enough. Sent without a policy,
+    /// an ask or recovered allocation allows it (upstream's
+    /// `IsAllowPreemptSelf`).
     fn allows_preempt_self(&self, v: AllocId) -> bool {
         let al = &self.allocs[v];
         self.apps[al.app]
@@ -254,7 +254,13 @@ impl Partition {
             .copied()
             .filter(|&v| {
                 let al = &self.allocs[v];
-                if al.app == app || al.releasing.is_some() || al.priority > priority {
+                // Upstream never takes an allocation that requires its node
+                // (a daemon set's): it could run nowhere else.
+                if al.app == app
+                    || al.releasing.is_some()
+                    || al.priority > priority
+                    || al.tags.contains_key(REQUIRED_NODE_TAG)
+                {
                     return false;
                 }
                 let vq = self.apps[al.app].queue;

@@ -22,6 +22,11 @@
 //! empties it, and tells every supervisor to SIGKILL its group and send
 //! nothing more.
 //!
+//! Persistent volumes: a task (or its executor) holding a volume sees it at
+//! its `container_path` in the sandbox, a link to the volume's directory
+//! `<work_dir>/<agent>/volumes/roles/<role>/<persistence id>`, which lives on
+//! across tasks until the volume is destroyed (then it is removed).
+//!
 //! Not supported, and failed at launch: custom executors, docker containers,
 //! container images, and fetching URIs other than local files.
 
@@ -233,6 +238,17 @@ impl AgentBackend for ProcessAgent {
         }
     }
 
+    fn destroy_volumes(&self, volumes: &[v1::Resource]) {
+        for v in volumes {
+            if let Some(dir) = self.shared.volume_directory(v)
+                && let Err(e) = std::fs::remove_dir_all(&dir)
+                && e.kind() != std::io::ErrorKind::NotFound
+            {
+                tracing::warn!(dir = %dir.display(), error = %e, "cannot remove a destroyed volume's directory");
+            }
+        }
+    }
+
     fn stop(&self) {
         let tasks = {
             let mut table = self.shared.table();
@@ -261,6 +277,20 @@ impl Shared {
     fn table(&self) -> MutexGuard<'_, Table> {
         // Nothing panics while holding the lock; a poisoned one is still consistent.
         self.table.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The directory of a persistent volume; `None` for a resource that is not one.
+    fn volume_directory(&self, resource: &v1::Resource) -> Option<PathBuf> {
+        let id = &resource.disk.as_ref()?.persistence.as_ref()?.id;
+        let role = crate::resources::reservation_role(resource).unwrap_or("*");
+        Some(
+            self.work_dir
+                .join(path_component(&self.agent_id))
+                .join("volumes")
+                .join("roles")
+                .join(path_component(role))
+                .join(path_component(id)),
+        )
     }
 
     /// A new run directory of an executor (not created yet).
@@ -400,8 +430,20 @@ impl Supervisor {
             RunKind::Command | RunKind::Custom => run_dir.clone(),
         };
 
+        let volumes = task
+            .resources
+            .iter()
+            .chain(executor.iter().flat_map(|e| e.resources.iter()))
+            .filter_map(|r| {
+                let path = r.disk.as_ref()?.volume.as_ref()?.container_path.clone();
+                Some((self.shared.volume_directory(r)?, path))
+            })
+            .collect::<Vec<_>>();
         tokio::select! {
-            prepared = prepare_sandbox(&run_dir, &sandbox, &command.uris) => {
+            prepared = async {
+                prepare_sandbox(&run_dir, &sandbox, &command.uris).await?;
+                mount_volumes(&volumes, &sandbox).await
+            } => {
                 if let Err(e) = prepared {
                     return Some(End::agent(
                         TaskState::TaskFailed,
@@ -766,6 +808,42 @@ async fn prepare_sandbox(
         fetch(uri, sandbox)
             .await
             .map_err(|e| format!("Failed to fetch '{}': {e}", uri.value))?;
+    }
+    Ok(())
+}
+
+/// Makes each volume's directory and links it at its container path in the
+/// sandbox (a relative path that stays inside the sandbox).
+async fn mount_volumes(volumes: &[(PathBuf, String)], sandbox: &Path) -> Result<(), String> {
+    for (dir, container_path) in volumes {
+        let relative = Path::new(container_path);
+        if relative.is_absolute()
+            || relative
+                .components()
+                .any(|c| !matches!(c, Component::Normal(_)))
+        {
+            return Err(format!(
+                "Volume container path '{container_path}' must be relative and stay in the sandbox (no container image here)"
+            ));
+        }
+        tokio::fs::create_dir_all(dir)
+            .await
+            .map_err(|e| format!("Failed to create volume '{}': {e}", dir.display()))?;
+        let target = sandbox.join(relative);
+        if let Some(parent) = target.parent() {
+            tokio::fs::create_dir_all(parent)
+                .await
+                .map_err(|e| format!("Failed to create '{}': {e}", parent.display()))?;
+        }
+        if tokio::fs::symlink_metadata(&target).await.is_err() {
+            tokio::fs::symlink(dir, &target).await.map_err(|e| {
+                format!(
+                    "Failed to mount volume '{}' at '{}': {e}",
+                    dir.display(),
+                    target.display()
+                )
+            })?;
+        }
     }
     Ok(())
 }

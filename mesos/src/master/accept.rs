@@ -272,6 +272,18 @@ impl Master {
         let mut launches: Vec<PendingLaunch> = Vec::new();
         let mut pools_changed = false;
         for op in &accept.operations {
+            if let Some(id) = &op.id
+                && self
+                    .operation_ids
+                    .contains_key(&(framework.to_string(), id.value.clone()))
+            {
+                self.drop_operation(
+                    framework,
+                    op,
+                    &format!("Operation ID '{}' is already in use", id.value),
+                );
+                continue;
+            }
             match op.r#type() {
                 Op::Launch => {
                     let tasks = op

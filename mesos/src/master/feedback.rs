@@ -65,6 +65,7 @@ impl Master {
             a.backend
                 .destroy_volumes(&c.consumed.unallocated().to_vec());
         }
+        self.count_operation(op.r#type(), v1::OperationState::OperationFinished);
         tracing::info!(
             %framework,
             %agent,
@@ -348,6 +349,7 @@ impl Master {
         message: &str,
     ) {
         tracing::warn!(%framework, op = ?op.r#type(), %message, "operation dropped");
+        self.count_operation(op.r#type(), v1::OperationState::OperationError);
         let Some(id) = &op.id else { return };
         self.send(
             framework,

@@ -5,7 +5,7 @@
 //! Why pools: the core decides who gets a node by its scalars; resources
 //! reserved to a role may be offered only to that role and its children, so
 //! they stand on a node of their own that the core keeps for the role's queue
-//! subtree (`OfferChange::Restrict`). A provider's resources change with the
+//! subtree (`OfferChange::NodeTerms`). A provider's resources change with the
 //! provider (a new resource version rescinds the offers holding them), so
 //! they stand apart too. The master keeps the Mesos resources themselves
 //! (ranges, volumes, provider ids) and tells the core each pool's scalars;
@@ -103,7 +103,7 @@ impl Master {
         let hostname = agent.info.hostname.clone();
         let occupied = (!agent.occupied.is_empty()).then(|| to_core(agent.occupied.iter()));
         let mut changes = Vec::new();
-        let mut offer_changes = Vec::new();
+        let mut restrict = Vec::new();
         let gone: Vec<PoolKey> = agent
             .pools
             .keys()
@@ -145,21 +145,16 @@ impl Master {
                     }
                     if let Some(r) = &key.role {
                         attributes.insert(RESERVATION_ATTRIBUTE.to_string(), r.clone());
-                        if let Ok(queue) = role_queue(r) {
-                            offer_changes.push(OfferChange::Restrict {
-                                node_id: node.clone(),
-                                queue: Some(queue),
-                            });
-                        }
                     }
                     let is_default = key == PoolKey::default();
                     if !is_default {
-                        // Part of an agent: the minimum allocatable
-                        // resources judge a whole agent, and a provider's
-                        // pool may hold only disk.
-                        offer_changes.push(OfferChange::AnyRemainder {
+                        // A part of the agent: offered whatever it holds (the
+                        // minimum is Mesos' check of a whole agent), and a
+                        // reservation only to its role's subtree.
+                        restrict.push(OfferChange::NodeTerms {
                             node_id: node.clone(),
-                            any: true,
+                            queue: key.role.as_deref().and_then(|r| role_queue(r).ok()),
+                            any_remainder: true,
                         });
                     }
                     changes.push(si::NodeInfo {
@@ -179,8 +174,8 @@ impl Master {
         for node in changes {
             self.core.node(node);
         }
-        if !offer_changes.is_empty() {
-            self.core.offers(offer_changes);
+        if !restrict.is_empty() {
+            self.core.offers(restrict);
         }
     }
 

@@ -508,10 +508,12 @@ impl Master {
         }
         let was_terminal = super::operations::is_terminal(op.state());
         let state = update.status.state();
+        let kind = op.info.r#type();
         let agent = op.agent.clone();
         let has_id = !op.id.is_empty();
         if super::operations::is_terminal(state) && !was_terminal {
-            let consumed = op.consumed.clone();
+            self.count_operation(kind, state);
+            let consumed = self.operations[&uuid].consumed.clone();
             let converted = Resources::from_vec(update.status.converted_resources.clone());
             if state == v1::OperationState::OperationFinished {
                 if let Some(p) = self.providers.get_mut(id) {

@@ -460,6 +460,25 @@ impl Master {
             );
         }
         put("master/valid_scheduler_calls", calls as f64);
+        let mut by_state: BTreeMap<&str, u64> = BTreeMap::new();
+        for ((kind, state), n) in &self.counters.operations {
+            *by_state.entry(state.as_str()).or_default() += n;
+            put(&format!("master/operations/{kind}/{state}"), *n as f64);
+        }
+        let mut total = 0;
+        for (state, n) in by_state {
+            total += n;
+            put(&format!("master/operations/{state}"), n as f64);
+        }
+        put("master/operations/total", total as f64);
+        put(
+            "master/valid_operation_status_update_acknowledgements",
+            self.counters.valid_operation_acknowledgements as f64,
+        );
+        put(
+            "master/invalid_operation_status_update_acknowledgements",
+            self.counters.invalid_operation_acknowledgements as f64,
+        );
         put("master/event_queue_messages", 0.0);
         put(
             "allocator/mesos/allocation_runs",

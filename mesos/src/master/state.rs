@@ -417,6 +417,9 @@ pub struct Counters {
     pub valid_acknowledgements: u64,
     /// Acknowledgements that matched nothing.
     pub invalid_acknowledgements: u64,
+    /// Operations that reached a state, by (operation type, state), both
+    /// lower case as upstream's metric names have them.
+    pub operations: BTreeMap<(String, String), u64>,
     /// Operation status acknowledgements that matched an update in flight.
     pub valid_operation_acknowledgements: u64,
     /// Operation status acknowledgements that matched nothing.
@@ -630,6 +633,16 @@ impl Master {
             update: Some(v1::scheduler::event::Update { status }),
             ..Default::default()
         }
+    }
+
+    /// Counts an operation of `kind` reaching `state`.
+    pub fn count_operation(&mut self, kind: v1::offer::operation::Type, state: v1::OperationState) {
+        let kind = kind.as_str_name().to_lowercase();
+        let state = state
+            .as_str_name()
+            .trim_start_matches("OPERATION_")
+            .to_lowercase();
+        *self.counters.operations.entry((kind, state)).or_default() += 1;
     }
 
     /// Counts a call of `kind`.

@@ -18,6 +18,7 @@ use unisched_mesos::master::Settings;
 use unisched_mesos::recordio;
 use unisched_mesos::resources::Resources;
 use unisched_mesos::v1;
+use unisched_mesos::v1::resource_provider as rp;
 use unisched_mesos::v1::scheduler::{Call, Event, call, event};
 
 /// Agent A of spec/mesos.md §6.
@@ -35,6 +36,8 @@ pub struct Master {
     pub clock: Arc<ManualClock>,
     pub url: String,
     pub http: reqwest::Client,
+    /// Where process agents make sandboxes and volumes.
+    pub work_dir: std::path::PathBuf,
 }
 
 /// Options of a test master.
@@ -85,6 +88,10 @@ impl Master {
             stream_capacity: setup.stream_capacity,
             ..Settings::default()
         };
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let work_dir =
+            std::env::temp_dir().join(format!("unisched-mesos-test-{}-{n}", std::process::id()));
         let options = LocalOptions {
             addr: setup.addr.unwrap_or_else(|| "127.0.0.1:0".parse().unwrap()),
             config: setup.config,
@@ -92,8 +99,7 @@ impl Master {
             agents: setup.agents,
             agent_resources: Resources::parse(setup.agent_resources).unwrap(),
             executor: setup.executor,
-            work_dir: std::env::temp_dir()
-                .join(format!("unisched-mesos-test-{}", std::process::id())),
+            work_dir: work_dir.clone(),
             token: setup.token,
         };
         let cluster = local::start(scheduler.clone(), options).await?;
@@ -104,11 +110,73 @@ impl Master {
             clock,
             url,
             http: reqwest::Client::new(),
+            work_dir,
         })
     }
 
-    /// Moves the clock and lets the core and master see it.
+    /// Subscribes a resource provider on `path` (`/api/v1/resource_provider`
+    /// of the master, or `/slave(N)/api/v1/resource_provider` of agent N).
+    pub async fn provider(
+        &self,
+        path: &str,
+        info: v1::ResourceProviderInfo,
+        ct: ContentType,
+    ) -> Provider {
+        let c = rp::Call {
+            r#type: Some(rp::call::Type::Subscribe as i32),
+            subscribe: Some(rp::call::Subscribe {
+                resource_provider_info: info,
+            }),
+            ..Default::default()
+        };
+        let resp = self
+            .http
+            .post(format!("{}{path}", self.url))
+            .header("Content-Type", ct.mime())
+            .header("Accept", ct.mime())
+            .body(codec::encode(&c, ct))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            resp.status().as_u16(),
+            200,
+            "provider SUBSCRIBE answers 200"
+        );
+        let stream_id = resp.headers()["Mesos-Stream-Id"]
+            .to_str()
+            .unwrap()
+            .to_string();
+        let (tx, rx) = mpsc::unbounded_channel();
+        let mut body = resp.bytes_stream();
+        let reader = tokio::spawn(async move {
+            let mut decoder = recordio::Decoder::new(64 << 20);
+            while let Some(Ok(chunk)) = body.next().await {
+                for record in decoder.decode(&chunk).expect("RecordIO") {
+                    let e: rp::Event = codec::decode(&record, ct).expect("event decodes");
+                    if tx.send(e).is_err() {
+                        return;
+                    }
+                }
+            }
+        });
+        Provider {
+            url: format!("{}{path}", self.url),
+            http: self.http.clone(),
+            ct,
+            stream_id,
+            id: String::new(),
+            events: rx,
+            reader,
+        }
+    }
+
+    /// Moves the clock and lets the core and master see it. What was sent
+    /// before is applied first, at the time it was sent: a decline's filter
+    /// applied after the move would start late (and outlast the test's
+    /// count of allocation runs on a loaded machine).
     pub async fn advance(&self, d: Duration) {
+        tokio::task::block_in_place(|| self.scheduler.settle());
         self.clock.advance(d);
         self.scheduler.wake();
         // The master looks at a virtual clock every 10 ms.
@@ -560,4 +628,216 @@ pub fn task_without_command(id: &str, offer: &v1::Offer, text: &str) -> v1::Task
         command: None,
         ..task(id, offer, text, None)
     }
+}
+
+/// A resource provider over HTTP: its event stream and calls.
+pub struct Provider {
+    pub url: String,
+    pub http: reqwest::Client,
+    pub ct: ContentType,
+    pub stream_id: String,
+    pub id: String,
+    events: mpsc::UnboundedReceiver<rp::Event>,
+    reader: tokio::task::JoinHandle<()>,
+}
+
+impl Provider {
+    /// A provider with this one's address and ids but no event stream.
+    pub fn detached(&self) -> Provider {
+        let (_, events) = mpsc::unbounded_channel();
+        Provider {
+            url: self.url.clone(),
+            http: self.http.clone(),
+            ct: self.ct,
+            stream_id: self.stream_id.clone(),
+            id: self.id.clone(),
+            events,
+            reader: tokio::spawn(async {}),
+        }
+    }
+
+    /// The next event.
+    pub async fn next(&mut self) -> rp::Event {
+        tokio::time::timeout(WAIT, self.events.recv())
+            .await
+            .expect("a provider event in time")
+            .expect("the provider stream is open")
+    }
+
+    /// The next event of `kind`, skipping others.
+    pub async fn next_of(&mut self, kind: rp::event::Type) -> rp::Event {
+        loop {
+            let e = self.next().await;
+            if e.r#type() == kind {
+                return e;
+            }
+        }
+    }
+
+    /// Waits for SUBSCRIBED and keeps the id.
+    pub async fn subscribed(&mut self) -> String {
+        let e = self.next_of(rp::event::Type::Subscribed).await;
+        self.id = e.subscribed.unwrap().provider_id.value;
+        self.id.clone()
+    }
+
+    /// An event within QUIET, if any.
+    pub async fn maybe_next(&mut self) -> Option<rp::Event> {
+        tokio::time::timeout(QUIET, self.events.recv())
+            .await
+            .ok()
+            .flatten()
+    }
+
+    /// True once the stream has ended (within WAIT).
+    pub async fn closed(&mut self) -> bool {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            match tokio::time::timeout_at(deadline, self.events.recv()).await {
+                Ok(Some(_)) => continue,
+                Ok(None) => return true,
+                Err(_) => return false,
+            }
+        }
+    }
+
+    /// Drops the connection.
+    pub fn disconnect(self) {
+        self.reader.abort();
+    }
+
+    /// Sends a call (provider id filled in) with the stream id.
+    pub async fn call(&self, mut c: rp::Call) -> (u16, String) {
+        if c.resource_provider_id.is_none() {
+            c.resource_provider_id = Some(v1::ResourceProviderId {
+                value: self.id.clone(),
+            });
+        }
+        let resp = self
+            .http
+            .post(&self.url)
+            .header("Content-Type", self.ct.mime())
+            .header("Mesos-Stream-Id", &self.stream_id)
+            .body(codec::encode(&c, self.ct))
+            .send()
+            .await
+            .unwrap();
+        let status = resp.status().as_u16();
+        (status, resp.text().await.unwrap_or_default())
+    }
+
+    /// UPDATE_STATE with `resources` (given this provider's id) and a version.
+    pub async fn update_state(
+        &self,
+        resources: Vec<v1::Resource>,
+        version: u8,
+        operations: Vec<v1::Operation>,
+    ) -> (u16, String) {
+        let resources = resources
+            .into_iter()
+            .map(|mut r| {
+                r.provider_id = Some(v1::ResourceProviderId {
+                    value: self.id.clone(),
+                });
+                r
+            })
+            .collect();
+        self.call(rp::Call {
+            r#type: Some(rp::call::Type::UpdateState as i32),
+            update_state: Some(rp::call::UpdateState {
+                operations,
+                resources,
+                resource_version_uuid: v1::Uuid {
+                    value: vec![version; 16],
+                },
+            }),
+            ..Default::default()
+        })
+        .await
+    }
+
+    /// UPDATE_OPERATION_STATUS for an operation the master applied here.
+    pub async fn operation_status(
+        &self,
+        apply: &rp::event::ApplyOperation,
+        state: v1::OperationState,
+        converted: Vec<v1::Resource>,
+        status_uuid: u8,
+    ) -> (u16, String) {
+        let status = v1::OperationStatus {
+            operation_id: apply.info.id.clone(),
+            state: state as i32,
+            converted_resources: converted,
+            uuid: Some(v1::Uuid {
+                value: vec![status_uuid; 16],
+            }),
+            resource_provider_id: Some(v1::ResourceProviderId {
+                value: self.id.clone(),
+            }),
+            ..Default::default()
+        };
+        self.call(rp::Call {
+            r#type: Some(rp::call::Type::UpdateOperationStatus as i32),
+            update_operation_status: Some(rp::call::UpdateOperationStatus {
+                framework_id: apply.framework_id.clone(),
+                status: status.clone(),
+                latest_status: Some(status),
+                operation_uuid: apply.operation_uuid.clone(),
+            }),
+            ..Default::default()
+        })
+        .await
+    }
+}
+
+/// Resources of a resource provider of type `org.apache.mesos.rp.local.storage`.
+pub fn provider_info(name: &str) -> v1::ResourceProviderInfo {
+    v1::ResourceProviderInfo {
+        r#type: "org.apache.mesos.rp.local.storage".to_string(),
+        name: name.to_string(),
+        ..Default::default()
+    }
+}
+
+/// A disk resource with a source of `kind` (RAW, MOUNT, ...).
+pub fn source_disk(
+    size: f64,
+    kind: v1::resource::disk_info::source::Type,
+    id: Option<&str>,
+) -> v1::Resource {
+    let mut r = Resources::parse(&format!("disk:{size}"))
+        .unwrap()
+        .to_vec()
+        .remove(0);
+    r.disk = Some(Box::new(v1::resource::DiskInfo {
+        persistence: None,
+        volume: None,
+        source: Some(v1::resource::disk_info::Source {
+            r#type: kind as i32,
+            id: id.map(str::to_string),
+            mount: (kind == v1::resource::disk_info::source::Type::Mount).then(|| {
+                v1::resource::disk_info::source::Mount {
+                    root: Some("/volumes/x".to_string()),
+                }
+            }),
+            ..Default::default()
+        }),
+    }));
+    r
+}
+
+/// Every file below `dir` (not through symlinks).
+pub fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            let p = e.path();
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                out.extend(walk(&p));
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
 }

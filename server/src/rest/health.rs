@@ -5,7 +5,17 @@ use std::collections::HashSet;
 use serde::Serialize;
 use unisched_core::snapshot::{PartitionSnapshot, ResourceMap};
 
-use super::dao::add;
+use axum::extract::State;
+use axum::response::IntoResponse;
+
+use super::resources::add;
+use super::{ApiResult, RestState, all_snapshots};
+
+/// `GET /ws/v1/scheduler/healthcheck`.
+pub async fn route(State(state): State<RestState>) -> ApiResult<impl IntoResponse> {
+    let snaps = all_snapshots(&state).await?;
+    Ok(axum::Json(check_all(&snaps)))
+}
 
 /// `SchedulerHealthDAOInfo` (upstream's capitalised field names).
 #[derive(Debug, Serialize)]

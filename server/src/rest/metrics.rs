@@ -205,3 +205,20 @@ pub fn render(
     prometheus_client::encoding::text::encode(&mut out, &registry)?;
     Ok(out)
 }
+
+/// `GET /ws/v1/metrics`.
+pub async fn route(
+    axum::extract::State(state): axum::extract::State<super::RestState>,
+) -> super::ApiResult<axum::response::Response> {
+    use axum::response::IntoResponse;
+    let snaps = super::all_snapshots(&state).await?;
+    let text = render(&snaps, state.scheduler.metrics()).map_err(super::ApiError::internal)?;
+    Ok((
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        text,
+    )
+        .into_response())
+}

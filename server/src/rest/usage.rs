@@ -12,14 +12,20 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use unisched_core::snapshot::{ApplicationSnapshot, PartitionSnapshot, ResourceMap};
 
-use super::dao::add;
+use axum::extract::{Path, State};
+use axum::response::IntoResponse;
+
+use super::resources::add;
+use super::{ApiError, ApiResult, RestState, snapshot};
 
 /// `ResourceUsageDAOInfo`: one queue of a user's or group's tree.
 #[derive(Debug, Serialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct ResourceUsage {
     queue_path: String,
+    #[serde(skip_serializing_if = "ResourceMap::is_empty")]
     resource_usage: ResourceMap,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     running_applications: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     children: Vec<ResourceUsage>,
@@ -32,6 +38,7 @@ pub struct UserUsage {
     /// The user.
     pub user_name: String,
     /// Application id to the group it counts for.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     groups: BTreeMap<String, String>,
     queues: ResourceUsage,
 }
@@ -42,6 +49,7 @@ pub struct UserUsage {
 pub struct GroupUsage {
     /// The group.
     pub group_name: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     applications: Vec<String>,
     queues: ResourceUsage,
 }
@@ -127,6 +135,57 @@ pub fn groups(snap: &PartitionSnapshot) -> Vec<GroupUsage> {
         .collect()
 }
 
+/// `GET /ws/v1/partition/{p}/usage/users`.
+pub async fn users_route(
+    State(state): State<RestState>,
+    Path(p): Path<String>,
+) -> ApiResult<impl IntoResponse> {
+    let snap = snapshot(&state, p).await?;
+    Ok(axum::Json(users(&snap)))
+}
+
+/// `GET /ws/v1/partition/{p}/usage/groups`.
+pub async fn groups_route(
+    State(state): State<RestState>,
+    Path(p): Path<String>,
+) -> ApiResult<impl IntoResponse> {
+    let snap = snapshot(&state, p).await?;
+    Ok(axum::Json(groups(&snap)))
+}
+
+/// `GET /ws/v1/partition/{p}/usage/user/{u}`: 400 for a name no user can
+/// have, as upstream.
+pub async fn user_route(
+    State(state): State<RestState>,
+    Path((p, u)): Path<(String, String)>,
+) -> ApiResult<impl IntoResponse> {
+    if !unisched_core::config::names::is_valid_user_name(&u) {
+        return Err(ApiError::bad_request(format!("invalid user name '{u}'")));
+    }
+    let snap = snapshot(&state, p).await?;
+    users(&snap)
+        .into_iter()
+        .find(|x| x.user_name == u)
+        .map(axum::Json)
+        .ok_or_else(|| ApiError::not_found("user", &u))
+}
+
+/// `GET /ws/v1/partition/{p}/usage/group/{g}`.
+pub async fn group_route(
+    State(state): State<RestState>,
+    Path((p, g)): Path<(String, String)>,
+) -> ApiResult<impl IntoResponse> {
+    if !unisched_core::config::names::is_valid_group_name(&g) {
+        return Err(ApiError::bad_request(format!("invalid group name '{g}'")));
+    }
+    let snap = snapshot(&state, p).await?;
+    groups(&snap)
+        .into_iter()
+        .find(|x| x.group_name == g)
+        .map(axum::Json)
+        .ok_or_else(|| ApiError::not_found("group", &g))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -175,7 +234,7 @@ mod tests {
         );
         assert_eq!(users[0]["groups"]["a2"], "ops");
         assert_eq!(users[2]["userName"], "carol");
-        assert_eq!(users[2]["groups"], serde_json::json!({}));
+        assert!(users[2].get("groups").is_none(), "empty maps are left out");
         let groups = serde_json::to_value(groups(&snap)).unwrap();
         assert_eq!(groups.as_array().unwrap().len(), 2);
         assert_eq!(groups[0]["groupName"], "dev");

@@ -85,12 +85,14 @@ fn place(placer: &Placer, live: &Live, app: &str) -> String {
     let mut queue = "";
     let mut groups: Vec<String> = Vec::new();
     let mut tags = BTreeMap::new();
+    let mut forced = false;
     for token in app.split_whitespace() {
         let (k, v) = token.split_once('=').unwrap();
         match k {
             "user" => user = v,
             "queue" => queue = v,
             "groups" => groups = v.split(',').map(str::to_string).collect(),
+            "forced" => forced = v == "true",
             "tags" => {
                 for pair in v.split(',') {
                     let (tk, tv) = pair.split_once(':').unwrap();
@@ -106,6 +108,7 @@ fn place(placer: &Placer, live: &Live, app: &str) -> String {
         user,
         groups: &groups,
         tags: &tags,
+        forced,
     };
     match placer.place(&input, live) {
         Ok(Placement {
@@ -480,4 +483,54 @@ fn hand_built_rules_do_not_panic() {
     let placer = Placer::new(&[bad]);
     let (_, live) = setup("", &[]);
     assert_eq!(place(&placer, &live, "user=alice"), "root.default");
+}
+
+#[test]
+fn forced_applications_no_rule_places_go_to_the_recovery_queue() {
+    let recovery = "root.@recovery@ (create)";
+    // A rule that resolves wins; otherwise the recovery queue, before the default.
+    check("", "user=alice queue=root.a forced=true", "root.a");
+    check("", "user=alice queue=root.nope forced=true", recovery);
+    check("", "user=alice queue=root.p forced=true", recovery);
+    check("", "user=eve queue=root.a forced=true", recovery);
+    check("", "user=alice queue=root.d forced=true", recovery);
+    check("", "user=alice queue=root.nope", "root.default");
+    // A rule's outright failure still refuses the application.
+    check(
+        "placementrules:\n- name: provided\n  create: true",
+        "user=alice queue=root.a.x forced=true",
+        "error: application app-1 rejected: cannot create queue root.a.x: root.a is a leaf queue",
+    );
+}
+
+#[test]
+fn the_recovery_queue_takes_no_application_a_rule_places() {
+    let (placer, mut live) = setup("", &[]);
+    // As if it existed, open to everyone: still no rule places there.
+    let mut recovery = live.root.queues[0].clone();
+    recovery.name = "@recovery@".to_string();
+    recovery.submit_acl = Some("*".to_string());
+    live.root.queues.push(recovery);
+    assert_eq!(
+        place(&placer, &live, "user=alice queue=root.@recovery@"),
+        "root.default"
+    );
+    assert_eq!(
+        place(&placer, &live, "user=alice queue=root.x forced=true"),
+        "root.@recovery@"
+    );
+}
+
+#[test]
+fn the_force_tag_reads_as_upstream_reads_it() {
+    let tags = |k: &str, v: &str| BTreeMap::from([(k.to_string(), v.to_string())]);
+    assert!(is_create_forced(&tags("application.create.force", "true")));
+    assert!(is_create_forced(&tags("Application.Create.Force", "TRUE")));
+    assert!(is_create_forced(&tags("application.create.force", "1")));
+    assert!(!is_create_forced(&tags(
+        "application.create.force",
+        "false"
+    )));
+    assert!(!is_create_forced(&tags("application.create.force", "yes")));
+    assert!(!is_create_forced(&tags("other", "true")));
 }
