@@ -219,7 +219,7 @@ impl Operations {
     pub fn recover(&mut self, operations: Vec<v1::Operation>) {
         for operation in operations {
             let delivery = match operation.latest_status.uuid.as_ref() {
-                Some(uuid) if is_terminal(operation.latest_status.state()) => {
+                Some(uuid) if operation.latest_status.state().is_terminal() => {
                     Delivery::Unacknowledged {
                         status_uuid: uuid.value.clone(),
                         retry_at: None,
@@ -360,19 +360,6 @@ impl Operations {
             }
         }
     }
-}
-
-/// True for a terminal operation state.
-pub fn is_terminal(state: v1::OperationState) -> bool {
-    use v1::OperationState::*;
-    matches!(
-        state,
-        OperationFinished
-            | OperationFailed
-            | OperationError
-            | OperationDropped
-            | OperationGoneByOperator
-    )
 }
 
 #[cfg(test)]
