@@ -37,16 +37,14 @@
 //! # Ok(()) }
 //! ```
 
-use std::sync::{Arc, Mutex, PoisonError};
-
-use reqwest::header::HeaderValue;
+use std::sync::Arc;
 
 use crate::codec::{self, ContentType};
 pub use crate::http_client::{
     ClientError, ClientOptions, DEFAULT_HEARTBEAT_MISSES, EventSource, EventStream,
     STREAM_ID_HEADER, StreamError, resolve_location,
 };
-use crate::http_client::{Http, Reply, body_of};
+use crate::http_client::{Http, Reply, Session, body_of};
 use crate::v1;
 use crate::v1::scheduler::{Call, Event, Response, call, event};
 
@@ -81,14 +79,7 @@ pub struct Subscription {
 /// What clones of a client share.
 struct Shared {
     http: Http,
-    session: Mutex<Session>,
-}
-
-/// The latest subscription.
-#[derive(Debug, Clone, Default)]
-struct Session {
-    stream_id: Option<HeaderValue>,
-    framework_id: Option<v1::FrameworkId>,
+    session: Session<v1::FrameworkId>,
 }
 
 /// An async client of a master's scheduler API. See the module doc.
@@ -103,7 +94,7 @@ impl std::fmt::Debug for Client {
         f.debug_struct("Client")
             .field("content_type", &self.content_type)
             .field("endpoint", &self.endpoint())
-            .field("session", &*self.session())
+            .field("session", &self.shared.session)
             .finish()
     }
 }
@@ -117,7 +108,7 @@ impl Client {
             content_type,
             shared: Arc::new(Shared {
                 http,
-                session: Mutex::new(Session::default()),
+                session: Session::default(),
             }),
         })
     }
@@ -142,24 +133,12 @@ impl Client {
 
     /// The framework id of the latest subscription.
     pub fn framework_id(&self) -> Option<v1::FrameworkId> {
-        self.session().framework_id.clone()
+        self.shared.session.id()
     }
 
     /// The stream id of the latest subscription.
     pub fn stream_id(&self) -> Option<String> {
-        self.session()
-            .stream_id
-            .as_ref()
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string)
-    }
-
-    fn session(&self) -> std::sync::MutexGuard<'_, Session> {
-        // The session is plain data; a panic elsewhere cannot leave it half-written.
-        self.shared
-            .session
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        self.shared.session.stream_id()
     }
 
     /// SUBSCRIBE: opens the event stream and waits for its SUBSCRIBED. A
@@ -184,11 +163,9 @@ impl Client {
             .await
             .map_err(|_| ClientError::Timeout(options.subscribe_timeout))?;
         let subscribed = subscribed_or_refused(first)?;
-        {
-            let mut session = self.session();
-            session.stream_id = Some(stream_id.clone());
-            session.framework_id = Some(subscribed.framework_id.clone());
-        }
+        self.shared
+            .session
+            .set(stream_id.clone(), subscribed.framework_id.clone());
         let window = EventStream::window_for(
             subscribed.heartbeat_interval_seconds,
             options.heartbeat_misses,
@@ -203,13 +180,10 @@ impl Client {
     /// Sends any call but SUBSCRIBE with the stream id, filling in the
     /// framework id of the subscription when the call has none.
     pub async fn call(&self, mut call: Call) -> Result<Answer, ClientError> {
-        let stream_id = {
-            let session = self.session();
-            if call.framework_id.is_none() {
-                call.framework_id = session.framework_id.clone();
-            }
-            session.stream_id.clone()
-        };
+        let (stream_id, framework_id) = self.shared.session.for_call();
+        if call.framework_id.is_none() {
+            call.framework_id = framework_id;
+        }
         if call.framework_id.is_none() || stream_id.is_none() {
             return Err(ClientError::NotSubscribed);
         }

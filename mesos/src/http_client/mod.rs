@@ -66,6 +66,62 @@ impl Default for ClientOptions {
     }
 }
 
+/// A client's latest subscription: its `Mesos-Stream-Id` and the id the
+/// master gave (a framework's or a resource provider's), which later calls
+/// carry. Clones of a client share one.
+pub struct Session<I> {
+    latest: Mutex<(Option<HeaderValue>, Option<I>)>,
+}
+
+impl<I: std::fmt::Debug> std::fmt::Debug for Session<I> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let latest = self.latest.lock().unwrap_or_else(PoisonError::into_inner);
+        f.debug_struct("Session")
+            .field("stream_id", &latest.0)
+            .field("id", &latest.1)
+            .finish()
+    }
+}
+
+impl<I> Default for Session<I> {
+    fn default() -> Self {
+        Self {
+            latest: Mutex::new((None, None)),
+        }
+    }
+}
+
+impl<I: Clone> Session<I> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, (Option<HeaderValue>, Option<I>)> {
+        // Plain data; a panic elsewhere cannot leave it half-written.
+        self.latest.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A new subscription.
+    pub fn set(&self, stream_id: HeaderValue, id: I) {
+        *self.lock() = (Some(stream_id), Some(id));
+    }
+
+    /// The id of the latest subscription.
+    pub fn id(&self) -> Option<I> {
+        self.lock().1.clone()
+    }
+
+    /// The stream id of the latest subscription, as text.
+    pub fn stream_id(&self) -> Option<String> {
+        self.lock()
+            .0
+            .as_ref()
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    }
+
+    /// What a call sends: the stream id and the id, taken together.
+    pub fn for_call(&self) -> (Option<HeaderValue>, Option<I>) {
+        self.lock().clone()
+    }
+}
+
 /// The HTTP side of a client: the connection pool, the options, and the
 /// endpoint calls go to (the leader's, once redirected).
 pub struct Http {

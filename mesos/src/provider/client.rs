@@ -13,13 +13,14 @@
 //! The API has no heartbeats (upstream sends providers none), so the event
 //! stream has no watchdog.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use futures_util::StreamExt;
-use reqwest::header::HeaderValue;
 
 use crate::codec::ContentType;
-use crate::http_client::{ClientError, ClientOptions, EventStream, Http, StreamError, body_of};
+use crate::http_client::{
+    ClientError, ClientOptions, EventStream, Http, Session, StreamError, body_of,
+};
 use crate::v1;
 use crate::v1::resource_provider::{Call, Event, call, event};
 
@@ -58,20 +59,13 @@ pub struct ProviderSubscription {
     pub events: EventStream<Event>,
 }
 
-/// The latest subscription.
-#[derive(Debug, Clone, Default)]
-struct Session {
-    stream_id: Option<HeaderValue>,
-    provider_id: Option<v1::ResourceProviderId>,
-}
-
 /// An async client of a master's resource provider API; cheap to clone
 /// (clones share the connections and the session).
 #[derive(Clone)]
 pub struct ProviderClient {
     http: Arc<Http>,
     content_type: ContentType,
-    session: Arc<Mutex<Session>>,
+    session: Arc<Session<v1::ResourceProviderId>>,
 }
 
 impl std::fmt::Debug for ProviderClient {
@@ -79,7 +73,7 @@ impl std::fmt::Debug for ProviderClient {
         f.debug_struct("ProviderClient")
             .field("endpoint", &self.endpoint())
             .field("content_type", &self.content_type)
-            .field("session", &*self.session())
+            .field("session", &self.session)
             .finish()
     }
 }
@@ -97,7 +91,7 @@ impl ProviderClient {
         Ok(Self {
             http: Arc::new(Http::new(url, options)?),
             content_type,
-            session: Arc::new(Mutex::new(Session::default())),
+            session: Arc::new(Session::default()),
         })
     }
 
@@ -113,21 +107,12 @@ impl ProviderClient {
 
     /// The provider id of the latest subscription.
     pub fn provider_id(&self) -> Option<v1::ResourceProviderId> {
-        self.session().provider_id.clone()
+        self.session.id()
     }
 
     /// The stream id of the latest subscription.
     pub fn stream_id(&self) -> Option<String> {
-        self.session()
-            .stream_id
-            .as_ref()
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string)
-    }
-
-    fn session(&self) -> std::sync::MutexGuard<'_, Session> {
-        // Plain data; a panic elsewhere cannot leave it half-written.
-        self.session.lock().unwrap_or_else(PoisonError::into_inner)
+        self.session.stream_id()
     }
 
     /// SUBSCRIBE with `info` (with an id: a resubscription) and waits for
@@ -185,11 +170,7 @@ impl ProviderClient {
                 });
             }
         };
-        {
-            let mut session = self.session();
-            session.stream_id = Some(stream_id.clone());
-            session.provider_id = Some(provider_id.clone());
-        }
+        self.session.set(stream_id.clone(), provider_id.clone());
         Ok(ProviderSubscription {
             provider_id,
             stream_id: stream_id.to_str().unwrap_or_default().to_string(),
@@ -200,13 +181,10 @@ impl ProviderClient {
     /// Sends any call but SUBSCRIBE with the stream id, filling in the
     /// provider id of the subscription when the call has none.
     pub async fn call(&self, mut call: Call) -> Result<(), ClientError> {
-        let stream_id = {
-            let session = self.session();
-            if call.resource_provider_id.is_none() {
-                call.resource_provider_id = session.provider_id.clone();
-            }
-            session.stream_id.clone()
-        };
+        let (stream_id, provider_id) = self.session.for_call();
+        if call.resource_provider_id.is_none() {
+            call.resource_provider_id = provider_id;
+        }
         if call.resource_provider_id.is_none() || stream_id.is_none() {
             return Err(ClientError::NotSubscribed);
         }
