@@ -13,14 +13,16 @@ use unisched_mesos::provider::storage::DirectoryPool;
 use unisched_mesos::provider::{Endpoint, ProviderClient, runner};
 use unisched_mesos::v1;
 use unisched_mesos::v1::resource_provider::call;
-use unisched_mesos::v1::scheduler::event;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn subscribing_assigns_an_id_the_provider_keeps_and_resubscribes_with() {
     for ct in ENCODINGS {
-        let m = Master::start(Setup::default()).await;
-        let root = Root::new("subscribe", ct);
-        let handle = start_provider(&m, root.path(), "disk:1000", ct).await;
+        let Provided {
+            m,
+            root,
+            handle,
+            id: _,
+        } = provided_master("subscribe", ct).await;
         let id = handle.status().provider_id.expect("an id");
         handle.stop().await.unwrap();
         let kept = std::fs::read_to_string(root.path().join("provider.json")).unwrap();
@@ -65,10 +67,12 @@ async fn subscribing_assigns_an_id_the_provider_keeps_and_resubscribes_with() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_providers_resources_are_offered_with_its_id_and_leave_with_it() {
     for ct in ENCODINGS {
-        let m = Master::start(Setup::default()).await;
-        let root = Root::new("offered", ct);
-        let handle = start_provider(&m, root.path(), "disk:1000", ct).await;
-        let id = handle.status().provider_id.unwrap();
+        let Provided {
+            m,
+            root: _root,
+            handle,
+            id,
+        } = provided_master("offered", ct).await;
         let mut f = m.subscribe(framework("fw", "*"), ct).await;
         let offer = offer_with(&m, &mut f, &id, is_raw).await;
         let raw = provided(&offer, &id);
@@ -80,8 +84,8 @@ async fn the_providers_resources_are_offered_with_its_id_and_leave_with_it() {
         );
         // The provider goes: its resources leave the offers.
         handle.stop().await.unwrap();
-        let rescinded = f.next_of(event::Type::Rescind).await.rescind.unwrap();
-        assert_eq!(rescinded.offer_id, offer.id);
+        let rescinded = rescinded(&mut f).await;
+        assert_eq!(rescinded, offer.id);
         m.allocate().await;
         let again = f.offers().await;
         assert!(
@@ -95,18 +99,20 @@ async fn the_providers_resources_are_offered_with_its_id_and_leave_with_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_resource_version_rescinds_the_offers_holding_its_resources() {
     for ct in ENCODINGS {
-        let m = Master::start(Setup::default()).await;
-        let root = Root::new("version", ct);
-        let handle = start_provider(&m, root.path(), "disk:1000", ct).await;
-        let id = handle.status().provider_id.unwrap();
+        let Provided {
+            m,
+            root: _root,
+            handle,
+            id,
+        } = provided_master("version", ct).await;
         let first = handle.status().resource_version;
         let mut f = m.subscribe(framework("fw", "*"), ct).await;
         let offer = offer_with(&m, &mut f, &id, is_raw).await;
         handle.resources_changed();
         let status = within(handle.wait_for(|s| s.state_updates >= 2)).await;
         assert_ne!(status.resource_version, first);
-        let rescinded = f.next_of(event::Type::Rescind).await.rescind.unwrap();
-        assert_eq!(rescinded.offer_id, offer.id);
+        let rescinded = rescinded(&mut f).await;
+        assert_eq!(rescinded, offer.id);
         // They come back in a new offer.
         m.allocate().await;
         let back = offer_with(&m, &mut f, &id, is_raw).await;

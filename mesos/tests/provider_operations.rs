@@ -34,19 +34,7 @@ async fn with_volume(
 ) -> WithVolume {
     let id = handle.status().provider_id.unwrap();
     let mut f = m.subscribe(framework("fw", "*"), ct).await;
-    let offer = offer_with(m, &mut f, &id, is_raw).await;
-    let raw = provided_where(&offer, &id, is_raw)[0].clone();
-    accept(
-        &f,
-        &offer,
-        vec![create_disk(
-            &part(&raw, 100.0),
-            Source::Mount,
-            Some("create"),
-        )],
-    )
-    .await;
-    let status = operation_status(&mut f).await;
+    let status = create_volume(m, &mut f, &id, 100.0, Some("create")).await;
     assert_eq!(
         status.state(),
         OperationState::OperationFinished,
@@ -58,27 +46,33 @@ async fn with_volume(
     WithVolume { f, id, volume }
 }
 
+/// CREATE_DISK of `size` of the provider's RAW disk into a MOUNT volume,
+/// from the next offer holding some; its status (not acknowledged).
+async fn create_volume(
+    m: &Master,
+    f: &mut Framework,
+    id: &str,
+    size: f64,
+    operation_id: Option<&str>,
+) -> v1::OperationStatus {
+    let offer = offer_with(m, f, id, is_raw).await;
+    let raw = provided_where(&offer, id, is_raw)[0].clone();
+    let create = create_disk(&part(&raw, size), Source::Mount, operation_id);
+    accept(f, &offer, vec![create]).await;
+    operation_status(f).await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn create_disk_and_destroy_disk_from_a_framework() {
     for ct in ENCODINGS {
-        let m = Master::start(Setup::default()).await;
-        let root = Root::new("create-destroy", ct);
-        let handle = start_provider(&m, root.path(), "disk:1000", ct).await;
-        let id = handle.status().provider_id.unwrap();
+        let Provided {
+            m,
+            root,
+            handle,
+            id,
+        } = provided_master("create-destroy", ct).await;
         let mut f = m.subscribe(framework("fw", "*"), ct).await;
-        let offer = offer_with(&m, &mut f, &id, is_raw).await;
-        let raw = provided_where(&offer, &id, is_raw)[0].clone();
-        accept(
-            &f,
-            &offer,
-            vec![create_disk(
-                &part(&raw, 100.0),
-                Source::Mount,
-                Some("create"),
-            )],
-        )
-        .await;
-        let status = operation_status(&mut f).await;
+        let status = create_volume(&m, &mut f, &id, 100.0, Some("create")).await;
         assert_eq!(
             status.state(),
             OperationState::OperationFinished,
@@ -132,9 +126,12 @@ async fn create_disk_and_destroy_disk_from_a_framework() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn grow_and_shrink_change_the_quota_record() {
     for ct in ENCODINGS {
-        let m = Master::start(Setup::default()).await;
-        let root = Root::new("grow-shrink", ct);
-        let handle = start_provider(&m, root.path(), "disk:1000", ct).await;
+        let Provided {
+            m,
+            root,
+            handle,
+            id: _,
+        } = provided_master("grow-shrink", ct).await;
         let WithVolume { mut f, id, volume } = with_volume(&m, &handle, ct).await;
         let record = root.path().join("volumes").join(format!(
             "{}.json",
@@ -298,34 +295,25 @@ async fn an_operation_made_against_a_stale_resource_version_is_dropped() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_status_is_retried_until_acknowledged_and_an_operation_without_id_at_once() {
     for ct in ENCODINGS {
-        let m = Master::start(Setup::default()).await;
-        let root = Root::new("retries", ct);
-        let handle = start_provider(&m, root.path(), "disk:1000", ct).await;
-        let id = handle.status().provider_id.unwrap();
+        let Provided {
+            m,
+            root: _root,
+            handle,
+            id,
+        } = provided_master("retries", ct).await;
         let mut f = m.subscribe(framework("fw", "*"), ct).await;
-        let offer = offer_with(&m, &mut f, &id, is_raw).await;
-        let raw = provided_where(&offer, &id, is_raw)[0].clone();
-        accept(
-            &f,
-            &offer,
-            vec![create_disk(
-                &part(&raw, 100.0),
-                Source::Mount,
-                Some("slow-ack"),
-            )],
-        )
-        .await;
-        let status = operation_status(&mut f).await;
+        let status = create_volume(&m, &mut f, &id, 100.0, Some("slow-ack")).await;
         let sent = handle.status().status_updates;
         // Not acknowledged: the provider sends it again and again (the
         // master passes it on once).
         within(handle.wait_for(|s| s.status_updates >= sent + 3)).await;
         assert_eq!(handle.status().unacknowledged, 1);
-        assert!(
-            f.maybe_next_of(event::Type::UpdateOperationStatus)
-                .await
-                .is_none()
-        );
+        let quiet = tokio::time::timeout(
+            QUIET,
+            next_declining(&mut f, event::Type::UpdateOperationStatus),
+        )
+        .await;
+        assert!(quiet.is_err(), "passed on once: {quiet:?}");
         assert_eq!(acknowledge_operation(&f, &status).await, 202);
         let done = within(handle.wait_for(|s| s.unacknowledged == 0)).await;
         tokio::time::sleep(QUIET).await;
@@ -358,24 +346,15 @@ async fn a_status_is_retried_until_acknowledged_and_an_operation_without_id_at_o
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restarted_provider_keeps_its_id_volumes_and_unacknowledged_statuses() {
     for ct in ENCODINGS {
-        let m = Master::start(Setup::default()).await;
-        let root = Root::new("restart", ct);
-        let handle = start_provider(&m, root.path(), "disk:1000", ct).await;
+        let Provided {
+            m,
+            root,
+            handle,
+            id: _,
+        } = provided_master("restart", ct).await;
         let WithVolume { mut f, id, volume } = with_volume(&m, &handle, ct).await;
         // A second volume whose status is not acknowledged before the stop.
-        let offer = offer_with(&m, &mut f, &id, is_raw).await;
-        let raw = provided_where(&offer, &id, is_raw)[0].clone();
-        accept(
-            &f,
-            &offer,
-            vec![create_disk(
-                &part(&raw, 50.0),
-                Source::Mount,
-                Some("second"),
-            )],
-        )
-        .await;
-        let pending = operation_status(&mut f).await;
+        let pending = create_volume(&m, &mut f, &id, 50.0, Some("second")).await;
         handle.stop().await.unwrap();
         let handle = start_provider(&m, root.path(), "disk:1000", ct).await;
         assert_eq!(handle.status().provider_id.as_deref(), Some(id.as_str()));
@@ -445,6 +424,15 @@ async fn after_a_master_restart_the_provider_subscribes_afresh_with_its_volumes(
     }
 }
 
+/// The next task status; offers on the way declined.
+async fn update(f: &mut Framework) -> v1::TaskStatus {
+    next_declining(f, event::Type::Update)
+        .await
+        .update
+        .expect("an update")
+        .status
+}
+
 /// A task of the offer's agent using `disk` of the provider and a little
 /// of the agent.
 fn task_with(id: &str, offer: &v1::Offer, disk: &v1::Resource) -> v1::TaskInfo {
@@ -471,7 +459,7 @@ async fn launch_on_volume(
         202
     );
     loop {
-        let status = f.update().await;
+        let status = update(f).await;
         if status.task_id.value == task_id && status.state() != v1::TaskState::TaskStarting {
             return status;
         }
@@ -481,9 +469,12 @@ async fn launch_on_volume(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_launch_on_provider_resources_runs_once_published_and_fails_when_not() {
     for ct in ENCODINGS {
-        let m = Master::start(Setup::default()).await;
-        let root = Root::new("publish", ct);
-        let handle = start_provider(&m, root.path(), "disk:1000", ct).await;
+        let Provided {
+            m,
+            root: _root,
+            handle,
+            id: _,
+        } = provided_master("publish", ct).await;
         let WithVolume { mut f, id, volume } = with_volume(&m, &handle, ct).await;
         let status = launch_on_volume(&m, &mut f, &id, "ok").await;
         assert_eq!(status.state(), v1::TaskState::TaskRunning, "{status:?}");
@@ -503,7 +494,7 @@ async fn a_launch_on_provider_resources_runs_once_published_and_fails_when_not()
         };
         assert_eq!(f.call(kill).await.0, 202);
         loop {
-            let s = f.update().await;
+            let s = update(&mut f).await;
             if s.task_id.value == "ok" && s.state() == v1::TaskState::TaskKilled {
                 f.acknowledge(&s).await;
                 break;

@@ -135,7 +135,7 @@ impl Checkpoint {
             Value::Null => Vec::new(),
             Value::Array(items) => items
                 .iter()
-                .map(|o| crate::codec::from_json_value::<v1::Operation>(o))
+                .map(crate::codec::from_json_value::<v1::Operation>)
                 .collect::<Result<_, _>>()
                 .map_err(|e| invalid(format!("an operation does not decode: {e}")))?,
             _ => return Err(invalid("'operations' is not an array".to_string())),

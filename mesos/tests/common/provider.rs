@@ -70,6 +70,38 @@ pub async fn start_provider(m: &Master, root: &Path, disk: &str, ct: ContentType
     handle
 }
 
+/// A master, and a storage provider of `disk:1000` under a root of its own
+/// subscribed to agent 1 of it.
+pub struct Provided {
+    pub m: Master,
+    pub root: Root,
+    pub handle: RunnerHandle,
+    /// The provider's id.
+    pub id: String,
+}
+
+pub async fn provided_master(test: &str, ct: ContentType) -> Provided {
+    let m = Master::start(super::Setup::default()).await;
+    let root = Root::new(test, ct);
+    let handle = start_provider(&m, root.path(), "disk:1000", ct).await;
+    let id = handle.status().provider_id.expect("an id");
+    Provided {
+        m,
+        root,
+        handle,
+        id,
+    }
+}
+
+/// The offer the next RESCIND takes back (offers on the way declined).
+pub async fn rescinded(f: &mut Framework) -> v1::OfferId {
+    next_declining(f, event::Type::Rescind)
+        .await
+        .rescind
+        .expect("a rescind")
+        .offer_id
+}
+
 /// Waits for the runner's `n`th subscription and its UPDATE_STATE.
 pub async fn subscribed(handle: &RunnerHandle, n: u64) -> RunnerStatus {
     within(handle.wait_for(|s| s.subscriptions >= n && s.state_updates >= n)).await
@@ -93,7 +125,8 @@ pub fn source_of(r: &v1::Resource) -> Option<&v1::resource::disk_info::Source> {
 }
 
 /// The next offer holding a resource of `provider` that `wanted` likes;
-/// other offers are declined without a filter and a new run is asked for.
+/// other offers are declined without a filter, and while none comes the
+/// clock moves on to the next allocation run.
 pub async fn offer_with(
     m: &Master,
     f: &mut Framework,
@@ -106,19 +139,38 @@ pub async fn offer_with(
             tokio::time::Instant::now() < deadline,
             "no offer with the wanted resources"
         );
-        let offers = f.offers().await;
-        let mut found = None;
-        for o in offers {
-            if found.is_none() && provided(&o, provider).into_iter().any(&wanted) {
-                found = Some(o);
-            } else {
+        // `recv` is cancel-safe: an offer is never lost to the timeout.
+        if let Ok(offers) = tokio::time::timeout(Duration::from_millis(500), f.offers()).await {
+            let mut found = None;
+            for o in offers {
+                if found.is_none() && provided(&o, provider).into_iter().any(&wanted) {
+                    found = Some(o);
+                } else {
+                    f.decline(&o, Some(0.0)).await;
+                }
+            }
+            if let Some(o) = found {
+                return o;
+            }
+        }
+        m.allocate().await;
+    }
+}
+
+/// The next event of `kind`; offers on the way are declined without a
+/// filter (so they come back at the next allocation run, not lost to the
+/// test), other events skipped.
+pub async fn next_declining(f: &mut Framework, kind: event::Type) -> v1::scheduler::Event {
+    loop {
+        let e = f.next().await;
+        if e.r#type() == kind {
+            return e;
+        }
+        if let Some(offers) = e.offers {
+            for o in offers.offers {
                 f.decline(&o, Some(0.0)).await;
             }
         }
-        if let Some(o) = found {
-            return o;
-        }
-        m.allocate().await;
     }
 }
 
@@ -214,7 +266,7 @@ pub fn shrink(volume: &v1::Resource, by: f64, id: &str) -> v1::offer::Operation 
 
 /// The next operation status the framework gets.
 pub async fn operation_status(f: &mut Framework) -> v1::OperationStatus {
-    f.next_of(event::Type::UpdateOperationStatus)
+    next_declining(f, event::Type::UpdateOperationStatus)
         .await
         .update_operation_status
         .expect("an update_operation_status")

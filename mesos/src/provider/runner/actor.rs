@@ -113,11 +113,16 @@ impl<P: ResourceProvider> Actor<P> {
         if let Transition::To(link) = self.link.on(event) {
             self.link = link;
         }
-        let (link, unacknowledged) = (self.link, self.book.unacknowledged());
-        self.status.send_modify(|s| {
-            s.link = link;
-            s.unacknowledged = unacknowledged;
-        });
+        let link = self.link;
+        self.status.send_modify(|s| s.link = link);
+        self.show_book();
+    }
+
+    /// Shows how many statuses wait for an acknowledgement.
+    fn show_book(&self) {
+        let unacknowledged = self.book.unacknowledged();
+        self.status
+            .send_modify(|s| s.unacknowledged = unacknowledged);
     }
 
     fn save(&mut self) -> Result<(), RunnerError> {
@@ -384,6 +389,7 @@ impl<P: ResourceProvider> Actor<P> {
             )
         };
         let update = self.book.decide(&uuid, status, true, Instant::now());
+        self.show_book();
         if let Err(e) = self.save() {
             return Next::End(Some(e));
         }
@@ -474,9 +480,7 @@ impl<P: ResourceProvider> Actor<P> {
         let (op, status) = (&ack.operation_uuid.value, &ack.status_uuid.value);
         if self.book.acknowledge(op, status, Instant::now()) {
             tracing::info!(operation = %uuid_text(op), "operation status acknowledged");
-            let unacknowledged = self.book.unacknowledged();
-            self.status
-                .send_modify(|s| s.unacknowledged = unacknowledged);
+            self.show_book();
             if let Err(e) = self.save() {
                 return Next::End(Some(e));
             }
