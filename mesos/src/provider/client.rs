@@ -48,6 +48,85 @@ impl Endpoint {
     }
 }
 
+impl Endpoint {
+    /// Where the agent `agent` serves the resource provider API: `N` or
+    /// `slave(N)` is agent N on the master's port (as `mesos-local` serves
+    /// its agents' endpoints); anything else is an agent id, looked up in
+    /// the master's `/state`, whose `pid` (`slave(N)@host:port`) gives the
+    /// agent's address and N. The address to call and the endpoint there.
+    pub async fn of_agent(
+        master: &str,
+        agent: &str,
+        options: &ClientOptions,
+    ) -> Result<(String, Endpoint), ClientError> {
+        let agent = agent.trim();
+        if let Some(n) = slave_number(agent) {
+            return Ok((master.to_string(), Endpoint::Agent(n)));
+        }
+        let url = crate::http_client::endpoint(master, "/state")?;
+        let http = reqwest::Client::builder()
+            .connect_timeout(options.connect_timeout)
+            .timeout(options.request_timeout)
+            .no_proxy()
+            .build()
+            .map_err(|e| ClientError::Transport(e.to_string()))?;
+        let mut request = http.get(url.clone());
+        if let Some(token) = &options.token {
+            request = request.bearer_auth(token);
+        }
+        let response = request
+            .send()
+            .await
+            .map_err(|e| ClientError::Transport(format!("GET {url}: {e}")))?;
+        let status = response.status().as_u16();
+        let body = response
+            .text()
+            .await
+            .map_err(|e| ClientError::Transport(format!("GET {url}: {e}")))?;
+        if status != 200 {
+            return Err(ClientError::Unexpected { status, body });
+        }
+        let state: serde_json::Value =
+            serde_json::from_str(&body).map_err(|e| ClientError::Unexpected {
+                status,
+                body: format!("GET {url}: not JSON: {e}"),
+            })?;
+        let slaves = state["slaves"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+        let Some(slave) = slaves.iter().find(|s| s["id"] == agent) else {
+            let known: Vec<&str> = slaves.iter().filter_map(|s| s["id"].as_str()).collect();
+            return Err(ClientError::NotFound(format!(
+                "the master knows no agent '{agent}' (agents: {})",
+                if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                }
+            )));
+        };
+        let pid = slave["pid"].as_str().unwrap_or_default();
+        let parsed = pid
+            .split_once('@')
+            .and_then(|(name, address)| Some((slave_number(name)?, address)))
+            .filter(|(_, address)| !address.is_empty());
+        match parsed {
+            Some((n, address)) => Ok((format!("http://{address}"), Endpoint::Agent(n))),
+            None => Err(ClientError::Unexpected {
+                status,
+                body: format!("agent '{agent}' has the pid '{pid}', not slave(N)@host:port"),
+            }),
+        }
+    }
+}
+
+/// N of `N` or `slave(N)`.
+fn slave_number(text: &str) -> Option<u32> {
+    let inner = text
+        .strip_prefix("slave(")
+        .and_then(|t| t.strip_suffix(')'))
+        .unwrap_or(text);
+    inner.parse().ok()
+}
+
 /// An open subscription.
 #[derive(Debug)]
 pub struct ProviderSubscription {
@@ -234,5 +313,23 @@ impl ProviderClient {
             ..Default::default()
         })
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agent_numbers_and_paths() {
+        assert_eq!(slave_number("3"), Some(3));
+        assert_eq!(slave_number("slave(12)"), Some(12));
+        assert_eq!(slave_number("slave()"), None);
+        assert_eq!(slave_number("5f1e-S0"), None);
+        assert_eq!(Endpoint::Master.path(), "/api/v1/resource_provider");
+        assert_eq!(
+            Endpoint::Agent(2).path(),
+            "/slave(2)/api/v1/resource_provider"
+        );
     }
 }
