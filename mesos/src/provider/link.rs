@@ -5,10 +5,10 @@
 //! ```text
 //!          start          SUBSCRIBED
 //!  Idle ──────────▶ Subscribing{n,d} ─────────▶ Connected
-//!                     ▲     │ transport failure,     │ stream lost,
-//!      backoff elapsed│     │ 5xx: d = 0             │ a call failed
-//!                     │     │ dropped: d + 1         ▼
-//!                   Waiting{n,d} ◀┘           Subscribing{1,0}
+//!                     ▲     │ transport failure,     │ stream lost: Subscribing{1,0}
+//!      backoff elapsed│     │ 5xx: d = 0             │ UPDATE_STATE failed:
+//!                     │     │ dropped: d + 1         │ Waiting{1,0}
+//!                   Waiting{n,d} ◀┘◀─────────────────┘
 //!
 //!  refused for good (400, 401, 403, 406, 415), a fatal call failure, or stop: Closed
 //! ```
@@ -106,6 +106,14 @@ impl Link {
                 attempt: 1,
                 drops: 0,
             }),
+            // A call on the stream failed (UPDATE_STATE): back off first, so
+            // a master that takes subscriptions but not the state is not
+            // asked in a tight loop.
+            (Connected, Failed { transient: true }) => Transition::To(Waiting {
+                attempt: 1,
+                drops: 0,
+            }),
+            (Connected, Failed { transient: false }) => Transition::To(Closed),
             _ => Transition::Ignored,
         }
     }
@@ -196,8 +204,11 @@ mod tests {
                 [
                     ignored,
                     ignored,
-                    ignored,
-                    ignored,
+                    to(Waiting {
+                        attempt: 1,
+                        drops: 0,
+                    }),
+                    to(Closed),
                     ignored,
                     to(first),
                     ignored,

@@ -85,7 +85,11 @@ impl<P: ResourceProvider> Actor<P> {
                         Next::Go
                     }
                 },
-                Link::Waiting { attempt, .. } => self.back_off(attempt).await,
+                Link::Waiting { attempt, .. } => {
+                    // A stream whose UPDATE_STATE failed is closed meanwhile.
+                    events = None;
+                    self.back_off(attempt).await
+                }
             };
         }
         // Dropping the stream closes the connection: the master takes the
@@ -540,8 +544,9 @@ impl<P: ResourceProvider> Actor<P> {
                 Next::Go
             }
             Err(e) if e.is_transient() => {
-                tracing::warn!(error = %e, "UPDATE_STATE failed: subscribing again");
-                self.lost();
+                tracing::warn!(error = %e, "UPDATE_STATE failed: subscribing again after a backoff");
+                self.book.pause(Instant::now());
+                self.step(LinkEvent::Failed { transient: true });
                 Next::Go
             }
             Err(e) => Next::End(Some(e.into())),
