@@ -1,4 +1,4 @@
-//! The `unisched` command line: simulate, scenario, check-config, bench, soak, serve, framework.
+//! The `unisched` command line: simulate, scenario, check-config, bench, soak, serve, framework, provider.
 
 use std::process::ExitCode;
 
@@ -38,6 +38,8 @@ enum Command {
     Serve(Box<cli::serve::ServeArgs>),
     /// Run N tasks as a Mesos framework on any Mesos master; exit 0 once all finished.
     Framework(Box<cli::framework::FrameworkArgs>),
+    /// Offer a directory-backed pool of disk as a Mesos resource provider until Ctrl-C.
+    Provider(Box<cli::provider::ProviderArgs>),
 }
 
 fn main() -> ExitCode {
@@ -51,5 +53,6 @@ fn main() -> ExitCode {
         Command::Soak(a) => cli::soak::run(a),
         Command::Serve(a) => cli::serve::run(*a),
         Command::Framework(a) => cli::framework::run(*a),
+        Command::Provider(a) => cli::provider::run(*a),
     }
 }

@@ -12,7 +12,10 @@
 //!
 //! The framework side: an async [`client`] of the v1 scheduler HTTP API and
 //! the classic [`driver`] (`MesosSchedulerDriver` and its `Scheduler`
-//! callbacks). They work against any Mesos master and never import the
+//! callbacks). The provider side: [`provider`], a client of the v1 resource
+//! provider API, the `ResourceProvider` trait, the runner that does the
+//! protocol for it, and a storage provider over a directory. Both sides share
+//! [`http_client`], work against any Mesos master and never import the
 //! master side; [`in_process`] is the one adapter that attaches a driver to
 //! a master in the same process.
 //!
@@ -28,9 +31,11 @@ pub mod agent;
 pub mod client;
 pub mod codec;
 pub mod driver;
+pub mod http_client;
 pub mod in_process;
 pub mod local;
 pub mod master;
+pub mod provider;
 pub mod recordio;
 pub mod resources;
 mod task_state;

@@ -1,6 +1,7 @@
-//! What both sides of the scheduler API need to know about task states.
+//! What both sides of the scheduler and resource provider APIs need to know
+//! about task and operation states.
 
-use crate::v1::TaskState;
+use crate::v1::{OperationState, TaskState};
 
 impl TaskState {
     /// True for a state a task never leaves (its resources are free again).
@@ -17,6 +18,21 @@ impl TaskState {
                 | TaskGone
                 | TaskGoneByOperator
                 | TaskUnknown
+        )
+    }
+}
+
+impl OperationState {
+    /// True for a state an operation never leaves (its status is final).
+    pub fn is_terminal(self) -> bool {
+        use OperationState::*;
+        matches!(
+            self,
+            OperationFinished
+                | OperationFailed
+                | OperationError
+                | OperationDropped
+                | OperationGoneByOperator
         )
     }
 }
@@ -46,6 +62,29 @@ mod tests {
             TaskGone,
             TaskGoneByOperator,
             TaskUnknown,
+        ] {
+            assert!(s.is_terminal(), "{s:?}");
+        }
+    }
+
+    #[test]
+    fn terminal_operation_states() {
+        use crate::v1::OperationState::*;
+        for s in [
+            OperationPending,
+            OperationUnreachable,
+            OperationRecovering,
+            OperationUnknown,
+            OperationUnsupported,
+        ] {
+            assert!(!s.is_terminal(), "{s:?}");
+        }
+        for s in [
+            OperationFinished,
+            OperationFailed,
+            OperationError,
+            OperationDropped,
+            OperationGoneByOperator,
         ] {
             assert!(s.is_terminal(), "{s:?}");
         }

@@ -327,7 +327,8 @@ pub fn serve_until_signal(
     })
 }
 
-async fn wait_for_signal() {
+/// Waits for Ctrl-C (or SIGTERM on Unix).
+pub async fn wait_for_signal() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};

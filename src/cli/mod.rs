@@ -3,10 +3,30 @@
 pub mod bench;
 pub mod check_config;
 pub mod framework;
+pub mod provider;
 pub mod scenario;
 pub mod serve;
 pub mod simulate;
 pub mod soak;
+
+/// The body encoding of `--content-type` (`framework`, `provider`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Encoding {
+    /// `application/json`.
+    Json,
+    /// `application/x-protobuf`.
+    Protobuf,
+}
+
+impl Encoding {
+    /// The codec's content type.
+    pub fn content_type(self) -> unisched_mesos::codec::ContentType {
+        match self {
+            Encoding::Json => unisched_mesos::codec::ContentType::Json,
+            Encoding::Protobuf => unisched_mesos::codec::ContentType::Protobuf,
+        }
+    }
+}
 
 /// Version string with the git revision the binary was built from.
 pub const VERSION: &str = concat!(

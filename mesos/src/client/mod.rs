@@ -37,60 +37,23 @@
 //! # Ok(()) }
 //! ```
 
-mod error;
-mod events;
-mod url;
+use std::sync::Arc;
 
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
-
-use bytes::Bytes;
-use futures_util::StreamExt;
-use reqwest::header::{self, HeaderValue};
-
-pub use self::error::{ClientError, StreamError};
-pub use self::events::{DEFAULT_HEARTBEAT_MISSES, EventSource, EventStream, recordio_events};
-pub use self::url::{SCHEDULER_PATH, endpoint, resolve_location};
 use crate::codec::{self, ContentType};
+pub use crate::http_client::{
+    ClientError, ClientOptions, DEFAULT_HEARTBEAT_MISSES, EventSource, EventStream,
+    STREAM_ID_HEADER, StreamError, recordio_events, resolve_location,
+};
+use crate::http_client::{Http, Reply, Session, body_of};
 use crate::v1;
 use crate::v1::scheduler::{Call, Event, Response, call, event};
 
-/// The header naming a subscription's stream.
-pub const STREAM_ID_HEADER: &str = "Mesos-Stream-Id";
+/// The path of the scheduler API.
+pub const SCHEDULER_PATH: &str = "/api/v1/scheduler";
 
-/// How a [`Client`] talks to the master.
-#[derive(Debug, Clone)]
-pub struct ClientOptions {
-    /// Body encoding of calls and events (protobuf by default: smaller and
-    /// cheaper to encode than Mesos' JSON).
-    pub content_type: ContentType,
-    /// Sent as `Authorization: Bearer <token>` when set.
-    pub token: Option<String>,
-    /// Heartbeat intervals without any event before the stream is declared
-    /// dead (see [`EventStream`]).
-    pub heartbeat_misses: u32,
-    /// Longest wait for a subscription's SUBSCRIBED (or ERROR).
-    pub subscribe_timeout: Duration,
-    /// Longest wait for the answer to any other call.
-    pub request_timeout: Duration,
-    /// Longest wait for a TCP connection.
-    pub connect_timeout: Duration,
-    /// Redirects followed per call before giving up.
-    pub max_redirects: u32,
-}
-
-impl Default for ClientOptions {
-    fn default() -> Self {
-        Self {
-            content_type: ContentType::Protobuf,
-            token: None,
-            heartbeat_misses: DEFAULT_HEARTBEAT_MISSES,
-            subscribe_timeout: Duration::from_secs(30),
-            request_timeout: Duration::from_secs(30),
-            connect_timeout: Duration::from_secs(5),
-            max_redirects: 5,
-        }
-    }
+/// The scheduler endpoint of a master address (`host:port`, `http://...`).
+pub fn endpoint(master: &str) -> Result<reqwest::Url, ClientError> {
+    crate::http_client::endpoint(master, SCHEDULER_PATH)
 }
 
 /// A successful answer to a call other than SUBSCRIBE.
@@ -115,17 +78,8 @@ pub struct Subscription {
 
 /// What clones of a client share.
 struct Shared {
-    http: reqwest::Client,
-    options: ClientOptions,
-    session: Mutex<Session>,
-}
-
-/// The latest subscription and where the leader is.
-#[derive(Debug, Clone)]
-struct Session {
-    endpoint: reqwest::Url,
-    stream_id: Option<HeaderValue>,
-    framework_id: Option<v1::FrameworkId>,
+    http: Http,
+    session: Session<v1::FrameworkId>,
 }
 
 /// An async client of a master's scheduler API. See the module doc.
@@ -139,7 +93,8 @@ impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Client")
             .field("content_type", &self.content_type)
-            .field("session", &*self.session())
+            .field("endpoint", &self.endpoint())
+            .field("session", &self.shared.session)
             .finish()
     }
 }
@@ -147,24 +102,13 @@ impl std::fmt::Debug for Client {
 impl Client {
     /// A client of the master at `master` (`host:port` or an `http://` URL).
     pub fn new(master: &str, options: ClientOptions) -> Result<Self, ClientError> {
-        let endpoint = endpoint(master)?;
-        let http = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .connect_timeout(options.connect_timeout)
-            .tcp_nodelay(true)
-            .no_proxy()
-            .build()
-            .map_err(|e| ClientError::Transport(e.to_string()))?;
+        let content_type = options.content_type;
+        let http = Http::new(endpoint(master)?, options)?;
         Ok(Self {
-            content_type: options.content_type,
+            content_type,
             shared: Arc::new(Shared {
                 http,
-                options,
-                session: Mutex::new(Session {
-                    endpoint,
-                    stream_id: None,
-                    framework_id: None,
-                }),
+                session: Session::default(),
             }),
         })
     }
@@ -184,77 +128,44 @@ impl Client {
 
     /// The scheduler endpoint calls go to (the leader, once redirected).
     pub fn endpoint(&self) -> String {
-        self.session().endpoint.to_string()
+        self.shared.http.endpoint().to_string()
     }
 
     /// The framework id of the latest subscription.
     pub fn framework_id(&self) -> Option<v1::FrameworkId> {
-        self.session().framework_id.clone()
+        self.shared.session.id()
     }
 
     /// The stream id of the latest subscription.
     pub fn stream_id(&self) -> Option<String> {
-        self.session()
-            .stream_id
-            .as_ref()
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string)
-    }
-
-    fn session(&self) -> std::sync::MutexGuard<'_, Session> {
-        // The session is plain data; a panic elsewhere cannot leave it half-written.
-        self.shared
-            .session
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        self.shared.session.stream_id()
     }
 
     /// SUBSCRIBE: opens the event stream and waits for its SUBSCRIBED. A
     /// framework info with an id resubscribes (fails over) that framework.
     /// The stream id and framework id are kept for later calls.
     pub async fn subscribe(&self, subscribe: call::Subscribe) -> Result<Subscription, ClientError> {
-        let options = &self.shared.options;
+        let options = self.shared.http.options();
         let call = Call {
             framework_id: subscribe.framework_info.id.clone(),
             r#type: Some(call::Type::Subscribe as i32),
             subscribe: Some(subscribe),
             ..Default::default()
         };
-        let body = Bytes::from(codec::encode(&call, self.content_type));
+        let body = body_of(&call, self.content_type);
         let deadline = tokio::time::Instant::now() + options.subscribe_timeout;
-        let response = tokio::time::timeout_at(deadline, self.post(body, None, false)).await;
-        let response = response.map_err(|_| ClientError::Timeout(options.subscribe_timeout))??;
-        let status = response.status().as_u16();
-        if status != 200 {
-            return Err(error_of(response).await);
-        }
-        let stream_id = response
-            .headers()
-            .get(STREAM_ID_HEADER)
-            .cloned()
-            .ok_or_else(|| ClientError::Unexpected {
-                status,
-                body: format!("SUBSCRIBE answered without a {STREAM_ID_HEADER} header"),
-            })?;
-        let content_type = response
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| ContentType::from_content_type_header(v).ok())
-            .unwrap_or(self.content_type);
-        let body = response
-            .bytes_stream()
-            .map(|chunk| chunk.map_err(|e| error_chain(&e)));
-        let mut source = events::RecordIoEvents::source(Box::pin(body), content_type);
-        let first = tokio::time::timeout_at(deadline, source.next())
+        let (stream_id, mut source) = self
+            .shared
+            .http
+            .subscribe::<Event>(body, self.content_type, deadline)
+            .await?;
+        let first = tokio::time::timeout_at(deadline, futures_util::StreamExt::next(&mut source))
             .await
             .map_err(|_| ClientError::Timeout(options.subscribe_timeout))?;
         let subscribed = subscribed_or_refused(first)?;
-        {
-            let mut session = self.session();
-            session.stream_id = Some(stream_id.clone());
-            session.framework_id = Some(subscribed.framework_id.clone());
-        }
+        self.shared
+            .session
+            .set(stream_id.clone(), subscribed.framework_id.clone());
         let window = EventStream::window_for(
             subscribed.heartbeat_interval_seconds,
             options.heartbeat_misses,
@@ -269,88 +180,26 @@ impl Client {
     /// Sends any call but SUBSCRIBE with the stream id, filling in the
     /// framework id of the subscription when the call has none.
     pub async fn call(&self, mut call: Call) -> Result<Answer, ClientError> {
-        let stream_id = {
-            let session = self.session();
-            if call.framework_id.is_none() {
-                call.framework_id = session.framework_id.clone();
-            }
-            session.stream_id.clone()
-        };
+        let (stream_id, framework_id) = self.shared.session.for_call();
+        if call.framework_id.is_none() {
+            call.framework_id = framework_id;
+        }
         if call.framework_id.is_none() || stream_id.is_none() {
             return Err(ClientError::NotSubscribed);
         }
-        let body = Bytes::from(codec::encode(&call, self.content_type));
-        let response = self.post(body, stream_id, true).await?;
-        match response.status().as_u16() {
-            202 => {
-                // Read to the end (empty) so the connection goes back to the pool.
-                response.bytes().await.map_err(transport)?;
-                Ok(Answer::Accepted)
+        let body = body_of(&call, self.content_type);
+        match self
+            .shared
+            .http
+            .call(body, self.content_type, stream_id.as_ref())
+            .await?
+        {
+            Reply::Accepted => Ok(Answer::Accepted),
+            Reply::Ok(body, _) if body.is_empty() => Ok(Answer::Ok(None)),
+            Reply::Ok(body, content_type) => {
+                Ok(Answer::Ok(Some(codec::decode(&body, content_type)?)))
             }
-            200 => {
-                let content_type = response
-                    .headers()
-                    .get(header::CONTENT_TYPE)
-                    .and_then(|v| v.to_str().ok())
-                    .and_then(|v| ContentType::from_content_type_header(v).ok())
-                    .unwrap_or(self.content_type);
-                let body = response.bytes().await.map_err(transport)?;
-                if body.is_empty() {
-                    Ok(Answer::Ok(None))
-                } else {
-                    Ok(Answer::Ok(Some(codec::decode(&body, content_type)?)))
-                }
-            }
-            _ => Err(error_of(response).await),
         }
-    }
-
-    /// POSTs `body`, following redirects (the leader found is kept for
-    /// later calls). `timed` bounds the whole exchange by the request timeout.
-    async fn post(
-        &self,
-        body: Bytes,
-        stream_id: Option<HeaderValue>,
-        timed: bool,
-    ) -> Result<reqwest::Response, ClientError> {
-        let options = &self.shared.options;
-        let mut url = self.session().endpoint.clone();
-        for _ in 0..=options.max_redirects {
-            let mut request = self
-                .shared
-                .http
-                .post(url.clone())
-                .header(header::CONTENT_TYPE, self.content_type.mime())
-                .header(header::ACCEPT, self.content_type.mime())
-                .body(body.clone());
-            if let Some(id) = &stream_id {
-                request = request.header(STREAM_ID_HEADER, id.clone());
-            }
-            if let Some(token) = &options.token {
-                request = request.bearer_auth(token);
-            }
-            if timed {
-                request = request.timeout(options.request_timeout);
-            }
-            let response = request.send().await.map_err(transport)?;
-            if !matches!(response.status().as_u16(), 301 | 302 | 303 | 307 | 308) {
-                return Ok(response);
-            }
-            let location = response
-                .headers()
-                .get(header::LOCATION)
-                .and_then(|v| v.to_str().ok())
-                .ok_or_else(|| {
-                    ClientError::Redirect(format!("{} without a Location", response.status()))
-                })?;
-            url = resolve_location(&url, location)?;
-            tracing::info!(leader = %url, "redirected to the leading master");
-            self.session().endpoint = url.clone();
-        }
-        Err(ClientError::Redirect(format!(
-            "more than {} redirects",
-            options.max_redirects
-        )))
     }
 
     async fn typed(
@@ -470,36 +319,6 @@ impl Client {
         })
         .await
     }
-}
-
-fn transport(e: reqwest::Error) -> ClientError {
-    if e.is_timeout() {
-        ClientError::Transport(format!("timed out: {e}"))
-    } else {
-        ClientError::Transport(error_chain(&e))
-    }
-}
-
-/// An error and its sources in one line (reqwest's own text hides the cause).
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
-}
-
-/// The typed error of a response that is not 200 or 202.
-async fn error_of(response: reqwest::Response) -> ClientError {
-    let status = response.status().as_u16();
-    let body = response.text().await.unwrap_or_default();
-    ClientError::from_status(status, body).unwrap_or(ClientError::Unexpected {
-        status,
-        body: "unexpected success".to_string(),
-    })
 }
 
 /// SUBSCRIBED from a subscription's first event, or why there is none.

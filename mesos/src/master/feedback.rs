@@ -4,7 +4,7 @@
 //! one in flight per operation, as task updates are), RECONCILE_OPERATIONS.
 
 use super::framework::has_capability;
-use super::operations::{AgentView, Operation, Roles, conversion, is_terminal};
+use super::operations::{AgentView, Operation, Roles, conversion};
 use super::state::{Master, Timer, new_uuid};
 use super::status::{Action, StatusStream};
 use crate::resources::Resources;
@@ -250,7 +250,7 @@ impl Master {
         let acked_terminal = op
             .stream
             .in_flight()
-            .is_some_and(|s| is_terminal(s.state()));
+            .is_some_and(|s| s.state().is_terminal());
         let (action, matched) = op.stream.acknowledge(&ack.uuid, now, true);
         if !matched {
             self.counters.invalid_operation_acknowledgements += 1;

@@ -389,19 +389,6 @@ impl Operation {
     }
 }
 
-/// True for a terminal operation state.
-pub fn is_terminal(state: v1::OperationState) -> bool {
-    use v1::OperationState::*;
-    matches!(
-        state,
-        OperationFinished
-            | OperationFailed
-            | OperationError
-            | OperationDropped
-            | OperationGoneByOperator
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -354,13 +354,13 @@ impl Master {
             update.operations.iter().map(|o| uuid_of(&o.uuid)).collect();
         for o in &update.operations {
             if let Some(latest) = Some(&o.latest_status)
-                && super::operations::is_terminal(latest.state())
+                && latest.state().is_terminal()
             {
                 let uuid = uuid_of(&o.uuid);
                 if self
                     .operations
                     .get(&uuid)
-                    .is_some_and(|op| !super::operations::is_terminal(op.state()))
+                    .is_some_and(|op| !op.state().is_terminal())
                 {
                     self.provider_operation_status(
                         id,
@@ -378,7 +378,7 @@ impl Master {
             .operations
             .values()
             .filter(|o| o.provider.as_deref() == Some(id))
-            .filter(|o| !super::operations::is_terminal(o.state()))
+            .filter(|o| !o.state().is_terminal())
             .filter(|o| !listed.contains(&o.uuid))
             .map(|o| v1::Uuid {
                 value: o.uuid.clone(),
@@ -506,12 +506,12 @@ impl Master {
             // A retry of an update the framework has not acknowledged yet.
             return;
         }
-        let was_terminal = super::operations::is_terminal(op.state());
+        let was_terminal = op.state().is_terminal();
         let state = update.status.state();
         let kind = op.info.r#type();
         let agent = op.agent.clone();
         let has_id = !op.id.is_empty();
-        if super::operations::is_terminal(state) && !was_terminal {
+        if state.is_terminal() && !was_terminal {
             self.count_operation(kind, state);
             let consumed = self.operations[&uuid].consumed.clone();
             let converted = Resources::from_vec(update.status.converted_resources.clone());
@@ -543,7 +543,7 @@ impl Master {
             if let Some(s) = status_uuid {
                 self.provider_acknowledge(id, &uuid, &s);
             }
-            if super::operations::is_terminal(state) {
+            if state.is_terminal() {
                 self.operations.remove(&uuid);
             }
         }
@@ -657,7 +657,7 @@ impl Master {
             .operations
             .values()
             .filter(|o| o.provider.as_deref() == Some(id))
-            .filter(|o| !super::operations::is_terminal(o.state()))
+            .filter(|o| !o.state().is_terminal())
             .filter(|o| o.state() != v1::OperationState::OperationUnreachable)
             .map(|o| o.uuid.clone())
             .collect();

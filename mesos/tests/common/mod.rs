@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod provider;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -48,6 +50,8 @@ pub struct Setup {
     pub token: Option<String>,
     pub offer_timeout: Option<Duration>,
     pub stream_capacity: usize,
+    /// Where to listen; an ephemeral port when `None`.
+    pub addr: Option<std::net::SocketAddr>,
 }
 
 impl Default for Setup {
@@ -61,12 +65,18 @@ impl Default for Setup {
             token: None,
             offer_timeout: None,
             stream_capacity: Settings::default().stream_capacity,
+            addr: None,
         }
     }
 }
 
 impl Master {
     pub async fn start(setup: Setup) -> Self {
+        Self::try_start(setup).await.expect("master starts")
+    }
+
+    /// Starts a master, or says why it cannot (its address is taken).
+    pub async fn try_start(setup: Setup) -> Result<Self, unisched_mesos::master::StartError> {
         let clock = ManualClock::new(1_700_000_000_000_000_000);
         let scheduler = Scheduler::start(SchedulerOptions {
             clock: clock.clone(),
@@ -83,7 +93,7 @@ impl Master {
         let work_dir =
             std::env::temp_dir().join(format!("unisched-mesos-test-{}-{n}", std::process::id()));
         let options = LocalOptions {
-            addr: "127.0.0.1:0".parse().unwrap(),
+            addr: setup.addr.unwrap_or_else(|| "127.0.0.1:0".parse().unwrap()),
             config: setup.config,
             settings,
             agents: setup.agents,
@@ -92,18 +102,16 @@ impl Master {
             work_dir: work_dir.clone(),
             token: setup.token,
         };
-        let cluster = local::start(scheduler.clone(), options)
-            .await
-            .expect("master starts");
+        let cluster = local::start(scheduler.clone(), options).await?;
         let url = format!("http://{}", cluster.addr);
-        Self {
+        Ok(Self {
             cluster,
             scheduler,
             clock,
             url,
             http: reqwest::Client::new(),
             work_dir,
-        }
+        })
     }
 
     /// Subscribes a resource provider on `path` (`/api/v1/resource_provider`

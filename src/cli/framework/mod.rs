@@ -11,21 +11,12 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use unisched_mesos::client::{Client, ClientOptions};
-use unisched_mesos::codec::ContentType;
 use unisched_mesos::driver::{DriverOptions, MesosSchedulerDriver};
 use unisched_mesos::resources::Resources;
 use unisched_mesos::v1;
 
 use self::batch::{Batch, BatchScheduler, Outcome, Progress, SharedProgress, with};
-
-/// The body encoding of `--content-type`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Encoding {
-    /// `application/json`.
-    Json,
-    /// `application/x-protobuf`.
-    Protobuf,
-}
+pub use super::Encoding;
 
 /// Arguments of `framework`.
 #[derive(Debug, Clone, clap::Args)]
@@ -182,10 +173,7 @@ pub fn execute(args: &FrameworkArgs, show: impl Fn(&Progress)) -> Result<Summary
     let client = Client::new(
         &args.master,
         ClientOptions {
-            content_type: match args.content_type {
-                Encoding::Json => ContentType::Json,
-                Encoding::Protobuf => ContentType::Protobuf,
-            },
+            content_type: args.content_type.content_type(),
             token: args.token.clone(),
             ..ClientOptions::default()
         },

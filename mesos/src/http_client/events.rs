@@ -1,6 +1,6 @@
-//! A subscription's event stream: typed events from a RecordIO body (or any
-//! other source of events, such as an in-process master's channel), with a
-//! heartbeat watchdog.
+//! A subscription's event stream: typed events (the scheduler API's or the
+//! resource provider API's) from a RecordIO body, or any other source of
+//! events such as an in-process master's channel, with a heartbeat watchdog.
 //!
 //! The watchdog: the master sends HEARTBEAT every `heartbeat_interval_seconds`
 //! (from SUBSCRIBED). When no event at all arrives within `misses` such
@@ -24,7 +24,7 @@ use crate::v1::scheduler::Event;
 
 /// A source of events for an [`EventStream`]: yields events and, at its end,
 /// one fatal error saying why (after which it is not polled again).
-pub type EventSource = Pin<Box<dyn Stream<Item = Result<Event, StreamError>> + Send>>;
+pub type EventSource<E = Event> = Pin<Box<dyn Stream<Item = Result<E, StreamError>> + Send>>;
 
 /// Heartbeats that may be missed before the stream is declared dead.
 pub const DEFAULT_HEARTBEAT_MISSES: u32 = 3;
@@ -33,15 +33,16 @@ pub const DEFAULT_HEARTBEAT_MISSES: u32 = 3;
 /// fatal [`StreamError`] saying why ([`StreamError::Closed`] when the master
 /// closed it, [`StreamError::HeartbeatTimeout`] from the watchdog, ...), then
 /// `None`. An event that does not decode is an `Err` too, but the stream goes on.
-pub struct EventStream {
-    source: EventSource,
+/// The events are the scheduler API's unless `E` says otherwise.
+pub struct EventStream<E = Event> {
+    source: EventSource<E>,
     /// How long the stream may stay silent; `None` disables the watchdog.
     window: Option<Duration>,
     deadline: Pin<Box<Sleep>>,
     done: bool,
 }
 
-impl std::fmt::Debug for EventStream {
+impl<E> std::fmt::Debug for EventStream<E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("EventStream")
             .field("window", &self.window)
@@ -51,8 +52,17 @@ impl std::fmt::Debug for EventStream {
 }
 
 impl EventStream {
+    /// The watchdog window for a heartbeat interval: `misses` intervals
+    /// (at least one), or none when the master sends no heartbeats.
+    pub fn window_for(heartbeat_interval: Option<f64>, misses: u32) -> Option<Duration> {
+        let interval = heartbeat_interval.filter(|s| s.is_finite() && *s > 0.0)?;
+        Duration::try_from_secs_f64(interval * f64::from(misses.max(1))).ok()
+    }
+}
+
+impl<E> EventStream<E> {
     /// A stream over `source`, silent for at most `window` (none: no watchdog).
-    pub fn new(source: EventSource, window: Option<Duration>) -> Self {
+    pub fn new(source: EventSource<E>, window: Option<Duration>) -> Self {
         let far = Instant::now() + Duration::from_secs(86_400 * 365);
         let start = window.map_or(far, |w| Instant::now() + w);
         Self {
@@ -63,15 +73,8 @@ impl EventStream {
         }
     }
 
-    /// The watchdog window for a heartbeat interval: `misses` intervals
-    /// (at least one), or none when the master sends no heartbeats.
-    pub fn window_for(heartbeat_interval: Option<f64>, misses: u32) -> Option<Duration> {
-        let interval = heartbeat_interval.filter(|s| s.is_finite() && *s > 0.0)?;
-        Duration::try_from_secs_f64(interval * f64::from(misses.max(1))).ok()
-    }
-
     /// The next event; `None` once the stream has ended.
-    pub async fn next(&mut self) -> Option<Result<Event, StreamError>> {
+    pub async fn next(&mut self) -> Option<Result<E, StreamError>> {
         futures_util::StreamExt::next(self).await
     }
 
@@ -82,8 +85,8 @@ impl EventStream {
     }
 }
 
-impl Stream for EventStream {
-    type Item = Result<Event, StreamError>;
+impl<E> Stream for EventStream<E> {
+    type Item = Result<E, StreamError>;
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = self.get_mut();
@@ -114,8 +117,8 @@ impl Stream for EventStream {
     }
 }
 
-/// The events of a chunked RecordIO body whose records are events in
-/// `content_type`, exactly as [`super::Client::subscribe`] reads a SUBSCRIBE
+/// The scheduler events of a chunked RecordIO body whose records are events
+/// in `content_type`, exactly as the scheduler client reads a SUBSCRIBE
 /// response (a record that does not decode is an `Err` and the stream goes
 /// on; bad framing, a transport error or the body's end is a final `Err`).
 /// Public so that the framing can be driven without a connection (the
@@ -127,43 +130,47 @@ where
     RecordIoEvents::source(body, content_type)
 }
 
-/// Events decoded from a chunked RecordIO body.
-pub(super) struct RecordIoEvents<B> {
+/// Events of type `E` decoded from a chunked RecordIO body.
+pub(super) struct RecordIoEvents<B, E> {
     body: B,
     decoder: recordio::Decoder,
     content_type: ContentType,
     ready: VecDeque<Vec<u8>>,
     ended: bool,
+    events: std::marker::PhantomData<fn() -> E>,
 }
 
-impl<B> RecordIoEvents<B>
+impl<B, E> RecordIoEvents<B, E>
 where
     B: Stream<Item = Result<Bytes, String>> + Send + Unpin + 'static,
+    E: prost::Message + prost_reflect::ReflectMessage + Default + 'static,
 {
     /// Decodes `body`, whose records are events in `content_type`.
-    pub(super) fn source(body: B, content_type: ContentType) -> EventSource {
+    pub(super) fn source(body: B, content_type: ContentType) -> EventSource<E> {
         Box::pin(Self {
             body,
             decoder: recordio::Decoder::default(),
             content_type,
             ready: VecDeque::new(),
             ended: false,
+            events: std::marker::PhantomData,
         })
     }
 }
 
-impl<B> Stream for RecordIoEvents<B>
+impl<B, E> Stream for RecordIoEvents<B, E>
 where
     B: Stream<Item = Result<Bytes, String>> + Send + Unpin + 'static,
+    E: prost::Message + prost_reflect::ReflectMessage + Default + 'static,
 {
-    type Item = Result<Event, StreamError>;
+    type Item = Result<E, StreamError>;
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = self.get_mut();
         loop {
             if let Some(record) = this.ready.pop_front() {
                 let event =
-                    codec::decode::<Event>(&record, this.content_type).map_err(StreamError::Decode);
+                    codec::decode::<E>(&record, this.content_type).map_err(StreamError::Decode);
                 return Poll::Ready(Some(event));
             }
             if this.ended {

@@ -1,6 +1,7 @@
-//! What can go wrong talking to a master: its HTTP answers as typed errors
-//! (upstream's status codes and bodies), transport failures, and why an
-//! event stream ended.
+//! What can go wrong talking to a master (through the scheduler or the
+//! resource provider API): its HTTP answers as typed errors (upstream's
+//! status codes and bodies), transport failures, and why an event stream
+//! ended.
 
 use crate::codec::DecodeError;
 use crate::recordio::RecordIoError;
@@ -16,8 +17,8 @@ pub enum ClientError {
         /// Why it is refused.
         reason: String,
     },
-    /// 400: the call is malformed or invalid (unknown framework, wrong
-    /// stream id, validation); the master's message says which.
+    /// 400: the call is malformed or invalid (unknown framework or
+    /// provider, wrong stream id, validation); the master's message says which.
     #[error("400 Bad Request: {0}")]
     BadRequest(String),
     /// 401: the master wants credentials (a bearer token here).
@@ -26,7 +27,7 @@ pub enum ClientError {
     /// 403: the framework is known but not subscribed, or not allowed.
     #[error("403 Forbidden: {0}")]
     Forbidden(String),
-    /// 404: no scheduler API at that address (yet).
+    /// 404: no such API at that address (yet), or no such agent.
     #[error("404 Not Found: {0}")]
     NotFound(String),
     /// 406: the master cannot answer in the encoding asked for.
@@ -62,11 +63,17 @@ pub enum ClientError {
     /// The subscription's stream ended or failed before SUBSCRIBED.
     #[error("subscription stream: {0}")]
     Stream(#[from] StreamError),
+    /// The master answered a resource provider's SUBSCRIBE but ended the
+    /// stream (or kept it silent) without SUBSCRIBED: upstream's resource
+    /// provider manager drops a resubscription whose id it does not know or
+    /// whose type and name differ from what it has for that id.
+    #[error("subscription dropped: {0}")]
+    Dropped(String),
     /// An answer's body does not decode.
     #[error("undecodable answer: {0}")]
     Decode(#[from] DecodeError),
     /// A call that needs a subscription was made before one.
-    #[error("not subscribed: no framework id or stream id yet")]
+    #[error("not subscribed: no subscriber id or stream id yet")]
     NotSubscribed,
 }
 
@@ -111,7 +118,8 @@ impl ClientError {
             | ClientError::ServiceUnavailable(_)
             | ClientError::NotFound(_)
             | ClientError::Redirect(_)
-            | ClientError::Stream(_) => true,
+            | ClientError::Stream(_)
+            | ClientError::Dropped(_) => true,
             ClientError::Unexpected { status, .. } => *status >= 500,
             _ => false,
         }

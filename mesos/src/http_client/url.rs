@@ -1,6 +1,7 @@
-//! Where the scheduler API is: a master address as frameworks write it
+//! Where an API is: a master address as frameworks and providers write it
 //! (`host:port`, `http://host:port`, `http://host:port/prefix`) made into the
-//! endpoint URL, and a 307's `Location` resolved against the current one.
+//! URL of an API's endpoint (the scheduler's, a resource provider's), and a
+//! 307's `Location` resolved against the current one.
 //!
 //! Mesos writes `Location` protocol-relative with the path
 //! (`//leader:5050/api/v1/scheduler`), its docs show a bare `leader:5050`;
@@ -10,11 +11,9 @@ use reqwest::Url;
 
 use super::ClientError;
 
-/// The path of the scheduler API.
-pub const SCHEDULER_PATH: &str = "/api/v1/scheduler";
-
-/// The scheduler endpoint of a master address.
-pub fn endpoint(master: &str) -> Result<Url, ClientError> {
+/// The endpoint `path` (`/api/v1/scheduler`, ...) of a master address. An
+/// address that already ends in `path` is taken as it is.
+pub fn endpoint(master: &str, path: &str) -> Result<Url, ClientError> {
     let address = master.trim();
     let invalid = |reason: &str| ClientError::InvalidMaster {
         address: master.to_string(),
@@ -40,9 +39,9 @@ pub fn endpoint(master: &str) -> Result<Url, ClientError> {
     if url.host_str().is_none_or(str::is_empty) {
         return Err(invalid("no host"));
     }
-    let path = url.path().trim_end_matches('/').to_string();
-    if !path.ends_with(SCHEDULER_PATH) {
-        url.set_path(&format!("{path}{SCHEDULER_PATH}"));
+    let prefix = url.path().trim_end_matches('/').to_string();
+    if !prefix.ends_with(path) {
+        url.set_path(&format!("{prefix}{path}"));
     }
     url.set_query(None);
     url.set_fragment(None);
@@ -81,8 +80,10 @@ pub fn resolve_location(current: &Url, location: &str) -> Result<Url, ClientErro
 mod tests {
     use super::*;
 
+    const SCHEDULER_PATH: &str = "/api/v1/scheduler";
+
     fn check_endpoint(master: &str, expect: &str) {
-        let got = match endpoint(master) {
+        let got = match endpoint(master, SCHEDULER_PATH) {
             Ok(url) => url.to_string(),
             Err(e) => format!("error: {e}"),
         };
@@ -107,6 +108,15 @@ mod tests {
         check_endpoint(
             "https://m:5050",
             "error: invalid master address 'https://m:5050': only http:// masters are supported",
+        );
+        let provider = |master| endpoint(master, "/slave(2)/api/v1/resource_provider").unwrap();
+        assert_eq!(
+            provider("m:5050").as_str(),
+            "http://m:5050/slave(2)/api/v1/resource_provider"
+        );
+        assert_eq!(
+            provider("http://gw/mesos").as_str(),
+            "http://gw/mesos/slave(2)/api/v1/resource_provider"
         );
     }
 
