@@ -104,6 +104,12 @@ pub fn run(
         }
     });
     scheduler.settle();
+    let breakdown = std::env::var_os("UNISCHED_W4_BREAKDOWN").is_some();
+    let threads_before = if breakdown {
+        thread_times()
+    } else {
+        Vec::new()
+    };
     let started = Instant::now();
     for (stream_id, _, id) in &streams {
         let (reply, _) = tokio::sync::oneshot::channel();
@@ -147,7 +153,8 @@ pub fn run(
         });
     }
     let elapsed = started.elapsed();
-    if std::env::var_os("UNISCHED_W4_BREAKDOWN").is_some() {
+    if breakdown {
+        print_thread_times(&threads_before, &thread_times());
         let metrics = runtime
             .block_on(master.query(unisched_mesos::master::report::Query::Metrics))
             .unwrap_or_default();
@@ -172,4 +179,46 @@ pub fn run(
         elapsed,
         latencies,
     })
+}
+
+/// Per thread of this process: (name, ns on a CPU, ns runnable but waiting
+/// for one), from `/proc/self/task/*/schedstat`. On a shared machine the
+/// wall time of a run swings with the load; the CPU time of each thread
+/// does not, and the wait says how much of the wall time was the load.
+fn thread_times() -> Vec<(u64, String, u64, u64)> {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for task in tasks.flatten() {
+        let path = task.path();
+        let tid = task.file_name().to_string_lossy().parse().unwrap_or(0);
+        let comm = std::fs::read_to_string(path.join("comm")).unwrap_or_default();
+        let stat = std::fs::read_to_string(path.join("schedstat")).unwrap_or_default();
+        let mut fields = stat
+            .split_whitespace()
+            .map(|f| f.parse::<u64>().unwrap_or(0));
+        let (run, wait) = (fields.next().unwrap_or(0), fields.next().unwrap_or(0));
+        out.push((tid, comm.trim().to_string(), run, wait));
+    }
+    out
+}
+
+/// Prints the CPU and wait time each thread spent between two samples
+/// (threads that ran at least 0.1 ms).
+fn print_thread_times(before: &[(u64, String, u64, u64)], after: &[(u64, String, u64, u64)]) {
+    for (tid, name, run, wait) in after {
+        let (run0, wait0) = before
+            .iter()
+            .find(|(t, ..)| t == tid)
+            .map_or((0, 0), |(_, _, r, w)| (*r, *w));
+        let (ran, waited) = (run.saturating_sub(run0), wait.saturating_sub(wait0));
+        if ran >= 100_000 {
+            eprintln!(
+                "w4 thread {name}: {:.2} ms on a CPU, {:.2} ms waiting for one",
+                ran as f64 / 1e6,
+                waited as f64 / 1e6
+            );
+        }
+    }
 }

@@ -2,6 +2,7 @@
 //! fresh core per repeat and reports throughput, wall time, peak RSS and
 //! submission→callback latency, as a table or as JSON.
 
+pub mod mesos_http;
 pub mod mesos_w4;
 pub mod pending;
 pub mod preempt;

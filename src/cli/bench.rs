@@ -21,6 +21,10 @@ pub enum WorkloadArg {
     W4si,
     /// All four (W4 through the Mesos front end), one after the other.
     All,
+    /// K frameworks over loopback HTTP launching short simulated tasks
+    /// against an in-process master with simulated agents (`--frameworks`,
+    /// `--agents`, `--task-duration`, `--allocation-interval`, `--seconds`).
+    Mesos,
 }
 
 /// Arguments of `bench`.
@@ -68,9 +72,29 @@ pub struct BenchArgs {
     /// and ask counts (10,000 to 1,000,000), reporting time per allocation.
     #[arg(long, conflicts_with_all = ["rate", "pending_memory"])]
     pub growth: bool,
-    /// How long `--rate` keeps submitting.
-    #[arg(long, default_value_t = 6.0, requires = "rate")]
+    /// How long `--rate` keeps submitting, or `--workload mesos` measures.
+    #[arg(long, default_value_t = 6.0)]
     pub seconds: f64,
+    /// `--workload mesos`: frameworks (each its own role and HTTP client).
+    #[arg(long, default_value_t = 10)]
+    pub frameworks: usize,
+    /// `--workload mesos`: simulated agents.
+    #[arg(long, default_value_t = 100)]
+    pub agents: usize,
+    /// `--workload mesos`: resources of each agent (Mesos resource text).
+    #[arg(long, default_value = "cpus:8;mem:8192")]
+    pub agent_resources: String,
+    /// `--workload mesos`: resources of each task (Mesos resource text).
+    #[arg(long, default_value = "cpus:1;mem:1024")]
+    pub task_resources: String,
+    /// `--workload mesos`: seconds each simulated task runs (its
+    /// `unisched.duration` label).
+    #[arg(long, default_value_t = 0.1)]
+    pub task_duration: f64,
+    /// `--workload mesos`: the master's allocation interval in seconds
+    /// (resources that came back are offered on it, as in Mesos).
+    #[arg(long, default_value_t = 0.1)]
+    pub allocation_interval: f64,
     /// With `--rate`: seconds an allocation lives before the RM releases it.
     #[arg(long, default_value_t = 1.0, requires = "rate")]
     pub lifetime: f64,
@@ -109,6 +133,9 @@ pub fn run(args: BenchArgs) -> ExitCode {
     if args.growth {
         return run_growth(&args);
     }
+    if args.workload == WorkloadArg::Mesos {
+        return run_mesos(&args);
+    }
     if args.preemption && args.workload != WorkloadArg::W3 {
         eprintln!("bench: --preemption applies to --workload w3 only");
         return ExitCode::FAILURE;
@@ -120,6 +147,7 @@ pub fn run(args: BenchArgs) -> ExitCode {
         WorkloadArg::W4 => vec![WorkloadKind::W4],
         WorkloadArg::W4si => vec![WorkloadKind::W4si],
         WorkloadArg::All => WorkloadKind::ALL.to_vec(),
+        WorkloadArg::Mesos => unreachable!("handled above"),
     };
     let mut reports = Vec::new();
     for kind in kinds {
@@ -217,6 +245,82 @@ fn run_sustained(args: &BenchArgs, rate: u64) -> ExitCode {
                 return ExitCode::FAILURE;
             }
         }
+    }
+    ExitCode::SUCCESS
+}
+
+/// Runs `bench --workload mesos`: one run per repeat, then the medians.
+fn run_mesos(args: &BenchArgs) -> ExitCode {
+    let positive = |v: f64| v > 0.0 && v.is_finite();
+    if args.frameworks == 0
+        || args.agents == 0
+        || !positive(args.seconds)
+        || !positive(args.task_duration)
+        || !positive(args.allocation_interval)
+    {
+        eprintln!(
+            "bench: --frameworks, --agents, --seconds, --task-duration and --allocation-interval must be positive"
+        );
+        return ExitCode::from(2);
+    }
+    let (frameworks, agents, seconds) = if args.quick {
+        (
+            args.frameworks.min(2),
+            args.agents.min(4),
+            args.seconds.min(0.5),
+        )
+    } else {
+        (args.frameworks, args.agents, args.seconds)
+    };
+    let options = bench::mesos_http::MesosOptions {
+        frameworks,
+        agents,
+        agent_resources: args.agent_resources.clone(),
+        task_resources: args.task_resources.clone(),
+        task_duration: Duration::from_secs_f64(args.task_duration),
+        allocation_interval: Duration::from_secs_f64(args.allocation_interval),
+        seconds,
+    };
+    let mut reports = Vec::new();
+    for repeat in 1..=args.repeat.max(1) {
+        match bench::mesos_http::run(&options) {
+            Ok(r) => {
+                eprintln!(
+                    "mesos repeat {repeat}: {} tasks finished ({:.0}/s), {} offers ({:.0}/s), offer to TASK_RUNNING p50 {:.2} ms p99 {:.2} ms",
+                    r.finished,
+                    r.tasks_per_second,
+                    r.offers,
+                    r.offers_per_second,
+                    r.latency_p50_ms,
+                    r.latency_p99_ms
+                );
+                reports.push(r);
+            }
+            Err(e) => {
+                eprintln!("bench: mesos: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&reports).unwrap_or_default()
+        );
+        return ExitCode::SUCCESS;
+    }
+    let median = |f: &dyn Fn(&bench::mesos_http::MesosReport) -> f64| {
+        bench::Spread::of(&reports.iter().map(f).collect::<Vec<_>>()).median
+    };
+    let mut summary = reports.last().cloned().expect("at least one repeat");
+    summary.tasks_per_second = median(&|r| r.tasks_per_second);
+    summary.offers_per_second = median(&|r| r.offers_per_second);
+    summary.latency_p50_ms = median(&|r| r.latency_p50_ms);
+    summary.latency_p99_ms = median(&|r| r.latency_p99_ms);
+    print!("{}", bench::mesos_http::format_report(&summary));
+    if reports.iter().any(|r| r.finished == 0) {
+        eprintln!("bench: mesos: a repeat finished no task");
+        return ExitCode::FAILURE;
     }
     ExitCode::SUCCESS
 }

@@ -121,7 +121,16 @@ impl Partition {
         // copies the arena and touches twice the memory): this pass's in the
         // outbox, and in the arenas for every pending ask (up to a cap, so a
         // huge backlog that does not fit reserves no more than that).
-        let pending = usize::try_from(self.pending_ask_count).unwrap_or(usize::MAX);
+        let mut pending = usize::try_from(self.pending_ask_count).unwrap_or(usize::MAX);
+        if self
+            .offers
+            .as_ref()
+            .is_some_and(|p| p.run_due && p.active_apps > 0)
+        {
+            // An allocation run leases each node in the index at most once
+            // (the whole remainder goes to one application).
+            pending = pending.saturating_add(self.node_index.len());
+        }
         self.outbox.placed.reserve(ctx.budget.min(pending));
         let arena = pending.min(ARENA_RESERVE_CAP);
         self.allocs.reserve(arena);

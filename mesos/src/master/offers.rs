@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use unisched_core::scheduler::offers::OfferChange;
 use unisched_si as si;
 
-use super::state::{Master, Offer, OfferKey, RUN_TIMINGS_KEPT, Timer};
+use super::state::{FastMap, Master, Offer, OfferKey, RUN_TIMINGS_KEPT, Timer};
 use super::units::{app_id, granted_scalar, to_core};
 use crate::resources::Resources;
 use crate::v1;
@@ -61,7 +61,17 @@ impl Master {
         }
         // One offer per (framework, role, agent) of this run, made of the
         // leases of that agent's pools, in the order the core made them.
-        let mut parts: Vec<(OfferKey, Vec<String>, Resources)> = Vec::new();
+        // (A run offers thousands of agents: the parts are found by agent in
+        // a hash map, not by a scan of the parts so far, and the books are
+        // grown once for the whole run.)
+        let leases = response.new.len();
+        self.offers.reserve(leases);
+        self.offer_by_lease.reserve(leases);
+        let mut parts: Vec<(OfferKey, Vec<String>, Resources)> = Vec::with_capacity(leases);
+        // Parts by agent id: an agent has a few parts at most (one per
+        // framework role it was offered to in this run).
+        let mut parts_of_agent: FastMap<String, Vec<usize>> = FastMap::default();
+        parts_of_agent.reserve(leases);
         for lease in response.new {
             if lease.allocation_key != lease.application_id {
                 continue;
@@ -69,19 +79,35 @@ impl Master {
             let Some((key, resources)) = self.lease_part(&lease) else {
                 continue;
             };
-            match parts.iter_mut().find(|(k, _, _)| *k == key) {
-                Some((_, leases, r)) => {
+            let same = parts_of_agent
+                .get(&key.agent)
+                .and_then(|of| of.iter().copied().find(|&i| parts[i].0 == key));
+            match same {
+                Some(i) => {
+                    let (_, leases, r) = &mut parts[i];
                     leases.push(lease.allocation_id);
                     r.add(&resources);
                 }
-                None => parts.push((key, vec![lease.allocation_id], resources)),
+                None => {
+                    parts_of_agent
+                        .entry(key.agent.clone())
+                        .or_default()
+                        .push(parts.len());
+                    parts.push((key, vec![lease.allocation_id], resources));
+                }
             }
         }
+        drop(parts_of_agent);
         let mut by_framework: BTreeMap<String, Vec<v1::Offer>> = BTreeMap::new();
         for (key, leases, resources) in parts {
-            let framework = key.framework.clone();
             let offer = self.make_offer(key, leases, resources);
-            by_framework.entry(framework).or_default().push(offer);
+            // A framework's id is copied once per run, not once per offer.
+            match by_framework.get_mut(&offer.framework_id.value) {
+                Some(offers) => offers.push(offer),
+                None => {
+                    by_framework.insert(offer.framework_id.value.clone(), vec![offer]);
+                }
+            }
         }
         for (framework, offers) in by_framework {
             self.counters.offers_sent += offers.len() as u64;
@@ -127,12 +153,8 @@ impl Master {
         let Some(agent) = self.agents.get_mut(&agent_id).filter(|_| connected) else {
             return release(self);
         };
-        let granted = |name: &str| {
-            lease
-                .resource_per_alloc
-                .as_ref()
-                .and_then(|r| granted_scalar(r, name))
-        };
+        let grant = lease.resource_per_alloc.as_ref();
+        let granted = |name: &str| grant.and_then(|r| granted_scalar(r, name));
         let resources = agent
             .available()
             .offer_for(&role, |r| pool.holds(r), granted);
@@ -174,27 +196,18 @@ impl Master {
         let id = self.new_offer_id();
         let now = self.now();
         resources.allocate(&role);
-        let offer = v1::Offer {
-            id: v1::OfferId { value: id.clone() },
-            framework_id: v1::FrameworkId {
-                value: framework.clone(),
-            },
-            agent_id: v1::AgentId {
-                value: agent_id.clone(),
-            },
-            hostname,
-            url: None,
-            domain: None,
-            resources: resources.to_vec(),
-            attributes,
-            executor_ids,
-            unavailability: None,
-            allocation_info: Some(v1::resource::AllocationInfo {
-                role: Some(role.clone()),
-            }),
-        };
+        let event_resources = resources.to_vec();
+        let allocation_info = Some(v1::resource::AllocationInfo {
+            role: Some(role.clone()),
+        });
         for lease in &leases {
             self.offer_by_lease.insert(lease.clone(), id.clone());
+        }
+        if let Some(f) = self.frameworks.get_mut(&framework) {
+            f.offers.insert(id.clone());
+        }
+        if let Some(t) = self.settings.offer_timeout {
+            self.after(t, Timer::OfferTimeout(id.clone()));
         }
         self.offers.insert(
             id.clone(),
@@ -203,18 +216,25 @@ impl Master {
                 framework: framework.clone(),
                 resources,
                 role,
-                agent: agent_id,
+                agent: agent_id.clone(),
                 leases,
                 created: now,
             },
         );
-        if let Some(f) = self.frameworks.get_mut(&framework) {
-            f.offers.insert(id.clone());
+        // The event takes the strings the books did not need.
+        v1::Offer {
+            id: v1::OfferId { value: id },
+            framework_id: v1::FrameworkId { value: framework },
+            agent_id: v1::AgentId { value: agent_id },
+            hostname,
+            url: None,
+            domain: None,
+            resources: event_resources,
+            attributes,
+            executor_ids,
+            unavailability: None,
+            allocation_info,
         }
-        if let Some(t) = self.settings.offer_timeout {
-            self.after(t, Timer::OfferTimeout(id));
-        }
-        offer
     }
 
     /// Takes an offer out of the books, its resources back to its agent's

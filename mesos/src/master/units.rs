@@ -54,7 +54,15 @@ pub fn scalar_from_core(core_name: &str, value: i64) -> (String, f64) {
 /// units, three decimals); `None` when it holds none of it.
 pub fn granted_scalar(core: &si::Resource, name: &str) -> Option<f64> {
     let (core_name, scale) = core_unit(name);
-    let q = core.resources.get(core_name)?;
+    // A lease names a few types: a scan of them is cheaper than hashing
+    // the name with the map's SipHash.
+    let q = if core.resources.len() <= 8 {
+        core.resources
+            .iter()
+            .find_map(|(k, q)| (k == core_name).then_some(q))?
+    } else {
+        core.resources.get(core_name)?
+    };
     Some(((q.value as f64 / scale) * 1000.0).round() / 1000.0)
 }
 
