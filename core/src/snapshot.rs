@@ -25,6 +25,9 @@ pub struct PartitionSnapshot {
     pub queues: Vec<QueueSnapshot>,
     /// Applications, by id.
     pub applications: Vec<ApplicationSnapshot>,
+    /// Applications the partition refused, by id (the latest refusal of an
+    /// id), state `Rejected` with the reason; never in `applications`.
+    pub rejected_applications: Vec<ApplicationSnapshot>,
     /// Nodes, by id.
     pub nodes: Vec<NodeSnapshot>,
     /// Allocations, by allocation id.
@@ -102,6 +105,10 @@ pub struct ApplicationSnapshot {
     pub state_log: Vec<StateChange>,
     /// Gang placeholders per task group (empty without gang scheduling).
     pub placeholders: Vec<PlaceholderSnapshot>,
+    /// Why the application was rejected (empty unless its state is
+    /// `Rejected`); for a rejected application `queue` is the queue it asked
+    /// for.
+    pub rejected_message: String,
 }
 
 /// An application state transition.

@@ -102,6 +102,8 @@ async fn placement_rules() {
                 },
             },
             {"name": "provided", "parameters": {"create": "false"}},
+            // Upstream's internal rule for forced applications, listed last.
+            {"name": "recovery"},
         ])
     );
     fails(&server, "/ws/v1/partition/nope/placementrules", 404).await;
@@ -395,6 +397,64 @@ async fn single_application() {
     )
     .await;
     fails(&server, "/ws/v1/partition/default/application/nope", 404).await;
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rejected_applications_are_kept_with_their_reason() {
+    let (core, server) = default_cluster().await;
+    let asked = si::AddApplicationRequest {
+        application_id: "app-x".to_string(),
+        queue_name: "root.nope".to_string(),
+        partition_name: "default".to_string(),
+        // No user: refused (an unknown queue would fall back to root.default).
+        ugi: None,
+        ..Default::default()
+    };
+    tokio::task::spawn_blocking(move || {
+        core.update_application(si::ApplicationRequest {
+            rm_id: RM.to_string(),
+            new: vec![asked],
+            ..Default::default()
+        })
+        .unwrap();
+        core.settle();
+    })
+    .await
+    .unwrap();
+    let p = "/ws/v1/partition/default";
+    let rejected = get_json_until(&server, &format!("{p}/applications/rejected"), |v| {
+        v.as_array().is_some_and(|a| !a.is_empty())
+    })
+    .await;
+    let app = &rejected[0];
+    assert_eq!(app["applicationID"], "app-x");
+    assert_eq!(app["applicationState"], "Rejected");
+    assert_eq!(app["queueName"], "root.nope");
+    assert!(
+        app["rejectedMessage"]
+            .as_str()
+            .is_some_and(|m| m.contains("no user")),
+        "{app}"
+    );
+    let states: Vec<&str> = app["stateLog"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["applicationState"].as_str().unwrap())
+        .collect();
+    assert_eq!(states, ["New", "Rejected"]);
+    // Never in a queue, and not among the active or completed ones.
+    let active = get_json(&server, &format!("{p}/applications/active")).await;
+    assert!(!active.to_string().contains("app-x"), "{active}");
+    let completed = get_json(&server, &format!("{p}/applications/completed")).await;
+    assert_eq!(completed, json!([]));
+    fails(
+        &server,
+        &format!("{p}/queue/root.nope/application/app-x"),
+        404,
+    )
+    .await;
     server.shutdown().await;
 }
 

@@ -256,6 +256,15 @@ impl OfferPolicy {
             .iter()
             .any(|m| m.fits_in_lanes(available, lanes))
     }
+    /// True when a queue with `headroom` left may be offered some node: the
+    /// headroom holds a minimum quantity, or some node is offered whatever
+    /// its remainder and the headroom has room of any kind (a pool of disk
+    /// only is offered when the root's cpus and memory are all in use).
+    pub fn allows_headroom(&self, headroom: &Resource, lanes: Lanes) -> bool {
+        self.allows(headroom, lanes)
+            || (self.terms.values().any(|t| t.any_remainder)
+                && headroom.0[..lanes.get()].iter().any(|&v| v > 0))
+    }
 }
 
 /// The offer state of an application.
@@ -570,7 +579,7 @@ impl Partition {
         };
         let lanes = self.lanes;
         let headroom = self.headroom(self.apps[app].queue);
-        if !policy.allows(&headroom, lanes) {
+        if !policy.allows_headroom(&headroom, lanes) {
             return false;
         }
         let (now, pass) = (ctx.now, self.pass);

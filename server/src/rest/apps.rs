@@ -171,9 +171,8 @@ fn is_zero_u32(n: &u32) -> bool {
 #[derive(Serialize)]
 struct ResourceHistory {}
 
-/// `ApplicationDAOInfo`. Upstream's `maxUsedResource` and `rejectedMessage`
-/// are not tracked by the core and are left out, as upstream leaves them out
-/// when empty.
+/// `ApplicationDAOInfo`. Upstream's `maxUsedResource` is not tracked by the
+/// core and is left out, as upstream leaves it out when empty.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ApplicationInfo {
@@ -207,6 +206,8 @@ pub struct ApplicationInfo {
     state_log: Vec<StateInfo>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     placeholder_data: Vec<PlaceholderInfo>,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    rejected_message: String,
     #[serde(skip_serializing_if = "is_false")]
     has_reserved: bool,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -275,6 +276,7 @@ pub fn application(snap: &PartitionSnapshot, a: &ApplicationSnapshot) -> Applica
                 timed_out: p.timed_out,
             })
             .collect(),
+        rejected_message: a.rejected_message.clone(),
         has_reserved: a.pending_asks.iter().any(|k| k.reserved_node.is_some()),
         reservations: a
             .pending_asks
@@ -370,6 +372,13 @@ pub async fn partition_apps_by_state(
 ) -> ApiResult<impl IntoResponse> {
     let snap = snapshot(&state, p).await?;
     let keep = state_filter(&wanted, &params, &["active", "rejected", "completed"])?;
+    if wanted.eq_ignore_ascii_case("rejected") {
+        // Refused applications are kept apart, as upstream keeps them.
+        let rejected = snap.rejected_applications.iter().filter(|a| keep(a));
+        return Ok(axum::Json(
+            rejected.map(|a| application(&snap, a)).collect::<Vec<_>>(),
+        ));
+    }
     Ok(axum::Json(applications(&snap, keep)))
 }
 

@@ -163,6 +163,7 @@ pub async fn clusters_route(State(state): State<RestState>) -> ApiResult<impl In
 #[serde(rename_all = "camelCase")]
 pub struct RuleInfo {
     name: &'static str,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     parameters: BTreeMap<&'static str, String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     filter: Option<FilterInfo>,
@@ -232,20 +233,29 @@ fn rule_info(rule: &PlacementRuleConfig) -> RuleInfo {
 }
 
 /// The rules in force: the configured ones, or the implicit `provided` rule
-/// without create. Upstream also lists its internal `recovery` rule last; this
-/// core has no recovery queue, so there is no such rule to show.
+/// without create, then, as upstream lists it, the internal `recovery` rule
+/// that places forced applications no other rule placed in
+/// `root.@recovery@` (a rule without parameters).
 pub fn rules(snap: &PartitionSnapshot) -> Vec<RuleInfo> {
-    if snap.placement_rules.is_empty() {
+    let mut rules: Vec<RuleInfo> = if snap.placement_rules.is_empty() {
         let mut parameters = BTreeMap::new();
         parameters.insert("create", "false".to_string());
-        return vec![RuleInfo {
+        vec![RuleInfo {
             name: RuleKind::Provided.name(),
             parameters,
             filter: None,
             parent_rule: None,
-        }];
-    }
-    snap.placement_rules.iter().map(rule_info).collect()
+        }]
+    } else {
+        snap.placement_rules.iter().map(rule_info).collect()
+    };
+    rules.push(RuleInfo {
+        name: "recovery",
+        parameters: BTreeMap::new(),
+        filter: None,
+        parent_rule: None,
+    });
+    rules
 }
 
 /// `RuleDAOInfo`: the rules of one partition (the full state dump's form).

@@ -8,7 +8,7 @@ use si::event_record::{ChangeDetail, ChangeType, Type as EventType};
 use unisched_si as si;
 
 use super::super::objects::*;
-use super::super::partition::Partition;
+use super::super::partition::{Partition, RejectedApp};
 use crate::config::placement;
 use crate::resources::Resource;
 
@@ -37,6 +37,13 @@ impl Partition {
             });
     }
 
+    /// Rejects an application the RM asked to add and keeps it for readers
+    /// (upstream's `AddRejectedApplication`).
+    fn reject_new_app(&mut self, now: u64, app: RejectedApp<'_>, reason: String) {
+        self.remember_rejected(app, now, &reason);
+        self.reject_app(now, app.id, reason);
+    }
+
     /// Adds an application: placement, ACL check, then state New.
     pub fn add_application(&mut self, req: si::AddApplicationRequest, now: u64) {
         let id = req.application_id.clone();
@@ -44,11 +51,14 @@ impl Partition {
             return self.reject_app(now, &id, "application id is empty".to_string());
         }
         if self.app_by_id.contains_key(id.as_str()) {
-            return self.reject_app(
-                now,
+            let reason = format!("application {id} already exists in partition {}", self.name);
+            let asked = RejectedApp::new(
                 &id,
-                format!("application {id} already exists in partition {}", self.name),
+                &req.queue_name,
+                req.ugi.as_ref().map_or("", |u| u.user.as_str()),
+                req.ugi.as_ref().map_or(&[], |u| u.groups.as_slice()),
             );
+            return self.reject_new_app(now, asked, reason);
         }
         let tags: BTreeMap<String, String> = req.tags.into_iter().collect();
         let forced = placement::is_create_forced(&tags);
@@ -61,16 +71,17 @@ impl Partition {
                 vec![ANONYMOUS_GROUP.to_string()],
             ),
             None => {
-                return self.reject_app(
-                    now,
-                    &id,
-                    format!("application {id} has no user (ugi.user is empty)"),
-                );
+                let asked = RejectedApp::new(&id, &req.queue_name, "", &[]);
+                let reason = format!("application {id} has no user (ugi.user is empty)");
+                return self.reject_new_app(now, asked, reason);
             }
         };
         let queue = match self.place_application(&id, &req.queue_name, &user, &groups, &tags) {
             Ok(q) => q,
-            Err(reason) => return self.reject_app(now, &id, reason),
+            Err(reason) => {
+                let asked = RejectedApp::new(&id, &req.queue_name, &user, &groups);
+                return self.reject_new_app(now, asked, reason);
+            }
         };
         self.apply_namespace_tags(queue, &tags, now);
         let gang = match self.gang_for_new_app(
@@ -82,7 +93,10 @@ impl Partition {
         ) {
             Ok(g) => g,
             // A queue placement created stays for the cleaner, as upstream.
-            Err(reason) => return self.reject_app(now, &id, reason),
+            Err(reason) => {
+                let asked = RejectedApp::new(&id, &req.queue_name, &user, &groups);
+                return self.reject_new_app(now, asked, reason);
+            }
         };
         let seq = self.seq();
         let app_id: Arc<str> = Arc::from(id.as_str());

@@ -26,6 +26,7 @@ mod usage;
 
 pub use ordering::weighted;
 pub use outbox::{AllocationBatch, Outbox, Placed};
+pub use readers::RejectedApp;
 
 /// Index of the root queue.
 pub const ROOT: QueueId = 0;
@@ -47,6 +48,8 @@ pub struct CompletedApp {
     pub groups: Vec<String>,
     /// Every state entered with its clock time, oldest first.
     pub state_log: Vec<(AppState, u64)>,
+    /// Why it was rejected (empty unless `state` is `Rejected`).
+    pub rejected_message: String,
 }
 
 /// One partition of one RM.
@@ -68,6 +71,9 @@ pub struct Partition {
     pub app_by_id: FastMap<Arc<str>, AppId>,
     /// Applications that left their queue, newest last.
     pub completed_apps: VecDeque<CompletedApp>,
+    /// Refused applications kept for readers, oldest first, at most
+    /// `completed_apps_kept`.
+    pub rejected_apps: VecDeque<CompletedApp>,
     /// How many of them are kept.
     pub completed_apps_kept: usize,
     /// Asks.
@@ -174,6 +180,7 @@ impl Partition {
             apps: Slab::new(),
             app_by_id: FastMap::default(),
             completed_apps: VecDeque::new(),
+            rejected_apps: VecDeque::new(),
             completed_apps_kept: 10_000,
             asks: Slab::new(),
             sizes: Sizes::default(),

@@ -1,6 +1,8 @@
 //! What readers see of a partition: the snapshot, and the completed
 //! applications kept for it.
 
+use std::collections::BTreeMap;
+
 use super::*;
 use crate::config::NodeSortKind;
 use crate::resources::{NameTable, Resource};
@@ -93,23 +95,20 @@ impl Partition {
                             timed_out: c.gone,
                         })
                         .collect(),
+                    rejected_message: String::new(),
                 }
             })
             .collect();
         for c in &self.completed_apps {
             if !self.app_by_id.contains_key(&c.id) {
-                applications.push(ApplicationSnapshot {
-                    id: String::from(&*c.id),
-                    queue: c.queue.to_string(),
-                    user: c.user.to_string(),
-                    groups: c.groups.clone(),
-                    state: c.state.as_str().to_string(),
-                    submission_time: c.submission_time,
-                    state_log: state_log(&c.state_log),
-                    ..Default::default()
-                });
+                applications.push(c.snapshot());
             }
         }
+        let mut rejected: BTreeMap<&str, ApplicationSnapshot> = BTreeMap::new();
+        for c in &self.rejected_apps {
+            rejected.insert(&c.id, c.snapshot());
+        }
+        let rejected_applications: Vec<ApplicationSnapshot> = rejected.into_values().collect();
         applications.sort_by(|a, b| a.id.cmp(&b.id));
         let mut nodes: Vec<NodeSnapshot> = self
             .nodes
@@ -165,6 +164,7 @@ impl Partition {
             total_capacity: map(&self.total_capacity),
             queues,
             applications,
+            rejected_applications,
             nodes,
             allocations,
             preemption_enabled: self.config.preemption.enabled,
@@ -183,9 +183,75 @@ impl Partition {
             submission_time: app.submission_time,
             groups: app.groups.clone(),
             state_log: app.state_log.clone(),
+            rejected_message: String::new(),
         });
+        self.trim_completed();
+    }
+
+    /// Remembers an application the partition refused, as upstream keeps its
+    /// rejected applications for readers: in the queue it asked for, New
+    /// then Rejected at `now`, with the reason.
+    pub fn remember_rejected(&mut self, rejected: RejectedApp<'_>, now: u64, reason: &str) {
+        self.rejected_apps.push_back(CompletedApp {
+            id: Arc::from(rejected.id),
+            queue: Arc::from(rejected.queue),
+            user: Arc::from(rejected.user),
+            state: AppState::Rejected,
+            submission_time: now,
+            groups: rejected.groups.to_vec(),
+            state_log: vec![(AppState::New, now), (AppState::Rejected, now)],
+            rejected_message: reason.to_string(),
+        });
+        while self.rejected_apps.len() > self.completed_apps_kept {
+            self.rejected_apps.pop_front();
+        }
+    }
+
+    fn trim_completed(&mut self) {
         while self.completed_apps.len() > self.completed_apps_kept {
             self.completed_apps.pop_front();
+        }
+    }
+}
+
+impl CompletedApp {
+    /// What readers see of a finished or refused application.
+    fn snapshot(&self) -> crate::snapshot::ApplicationSnapshot {
+        crate::snapshot::ApplicationSnapshot {
+            id: String::from(&*self.id),
+            queue: self.queue.to_string(),
+            user: self.user.to_string(),
+            groups: self.groups.clone(),
+            state: self.state.as_str().to_string(),
+            submission_time: self.submission_time,
+            state_log: state_log(&self.state_log),
+            rejected_message: self.rejected_message.clone(),
+            ..Default::default()
+        }
+    }
+}
+
+/// What readers keep of a refused application.
+#[derive(Debug, Clone, Copy)]
+pub struct RejectedApp<'a> {
+    /// Application id.
+    pub id: &'a str,
+    /// The queue it asked for (may be empty).
+    pub queue: &'a str,
+    /// Owner (may be empty).
+    pub user: &'a str,
+    /// Owner's groups.
+    pub groups: &'a [String],
+}
+
+impl<'a> RejectedApp<'a> {
+    /// The application `id` asking for `queue`, owned by `user` of `groups`.
+    pub fn new(id: &'a str, queue: &'a str, user: &'a str, groups: &'a [String]) -> Self {
+        RejectedApp {
+            id,
+            queue,
+            user,
+            groups,
         }
     }
 }
