@@ -101,7 +101,7 @@ pub async fn start(
     scheduler: Scheduler,
     options: LocalOptions,
 ) -> Result<LocalCluster, StartError> {
-    let listener = tokio::net::TcpListener::bind(options.addr).await?;
+    let listener = crate::master::http::listen(options.addr)?;
     let addr = listener.local_addr()?;
     let mut settings = options.settings.clone();
     settings.port = u32::from(addr.port());

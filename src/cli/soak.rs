@@ -44,6 +44,11 @@ pub struct SoakArgs {
     /// Stop at the first seed with a violation.
     #[arg(long)]
     pub fail_fast: bool,
+    /// Mesos mode: frameworks, agents and resource providers against the
+    /// Mesos master on the core (in process, virtual clock); `--nodes`,
+    /// `--fault-rate`, `--no-gang` and `--avoid-known-bugs` do not apply.
+    #[arg(long)]
+    pub mesos: bool,
 }
 
 /// Runs `soak`.
@@ -55,6 +60,9 @@ pub fn run(args: SoakArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if args.mesos {
+        return run_mesos(&args, only.as_deref());
+    }
     let started = Instant::now();
     let deadline = args.duration.map(|s| started + Duration::from_secs(s));
     let mut totals = Counts::default();
@@ -148,6 +156,114 @@ fn print_failure(args: &SoakArgs, seed: u64, f: &soak::Failure, report: &soak::S
             ""
         },
         if args.no_gang { " --no-gang" } else { "" },
+        soak::format_indices(kept)
+    );
+    for &i in kept {
+        println!("    [{i}] {}", all[i]);
+    }
+    for v in &rf.violations {
+        println!("    -> {v}");
+    }
+}
+
+/// `soak --mesos`: the Mesos-mode simulation over the seeds asked for.
+fn run_mesos(args: &SoakArgs, only: Option<&[usize]>) -> ExitCode {
+    use crate::soak::mesos::{self, MesosCounts, MesosOptions};
+    let started = Instant::now();
+    let deadline = args.duration.map(|s| started + Duration::from_secs(s));
+    let mut totals = MesosCounts::default();
+    let (mut seeds_run, mut failed, mut busy) = (0u64, 0u64, Duration::ZERO);
+    let mut seed = args.seed;
+    loop {
+        let more = match deadline {
+            Some(d) => Instant::now() < d,
+            None => seeds_run < args.seeds,
+        };
+        if !more {
+            break;
+        }
+        let options = MesosOptions {
+            seed,
+            steps: args.steps,
+            ..Default::default()
+        };
+        let report = mesos::run_seed(&options, only, !args.no_shrink);
+        seeds_run += 1;
+        busy += report.elapsed;
+        totals.add(&report.execution.counts);
+        match &report.execution.failure {
+            None => println!(
+                "seed {seed}: ok, {} steps in {:.2?}",
+                report.execution.steps, report.elapsed
+            ),
+            Some(f) => {
+                failed += 1;
+                print_mesos_failure(args, seed, f, &report);
+                if args.fail_fast {
+                    break;
+                }
+            }
+        }
+        seed += 1;
+    }
+    let secs = busy.as_secs_f64().max(1e-9);
+    println!(
+        "soak --mesos: {seeds_run} seeds, {} steps, {:.0} steps/s, {failed} seeds with violations",
+        totals.steps,
+        totals.steps as f64 / secs
+    );
+    let t = &totals;
+    println!(
+        "  virtual seconds {}, offers {}, declines {}, accepts {} (+{} invalid), tasks launched {} ({} TASK_ERROR), status updates {}, acks {} sent / {} withheld, subscriptions {}, disconnects {}, frameworks removed {}, agent changes {}",
+        t.seconds,
+        t.offers,
+        t.declines,
+        t.accepts,
+        t.invalid_accepts,
+        t.launched,
+        t.task_errors,
+        t.updates,
+        t.acks,
+        t.acks_lost,
+        t.subscriptions,
+        t.disconnects,
+        t.removals,
+        t.agent_changes
+    );
+    if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+fn print_mesos_failure(
+    args: &SoakArgs,
+    seed: u64,
+    f: &crate::soak::mesos::MesosFailure,
+    report: &crate::soak::mesos::MesosReport,
+) {
+    let op = match (&f.op, f.step) {
+        (Some(op), _) => op.to_string(),
+        (None, 0) => "setup".to_string(),
+        (None, _) => "final drain or hang".to_string(),
+    };
+    println!("seed {seed}: VIOLATION at step {} ({op}):", f.step);
+    for v in &f.violations {
+        println!("    {v}");
+    }
+    let (Some(kept), Some(rf)) = (&report.reproduction, &report.reproduction_failure) else {
+        return;
+    };
+    let all = crate::soak::mesos::ops::generate(seed, args.steps);
+    println!(
+        "  minimal reproduction ({} operations, fails at step {}):",
+        kept.len(),
+        rf.step
+    );
+    println!(
+        "    unisched soak --mesos --seed {seed} --steps {} --ops {}",
+        args.steps,
         soak::format_indices(kept)
     );
     for &i in kept {

@@ -22,6 +22,7 @@
 pub mod callback;
 pub mod check;
 pub mod configs;
+pub mod mesos;
 pub mod model;
 pub mod ops;
 pub mod shrink;

@@ -11,7 +11,12 @@ const BUDGET: usize = 400;
 /// The kind of a violation: its first words with digits removed, so the same
 /// fault on other ids counts as the same failure.
 pub fn signature(failure: &Failure) -> String {
-    let first = failure.violations.first().map_or("", String::as_str);
+    signature_of(&failure.violations)
+}
+
+/// [`signature`] of a list of violations (the first one's kind).
+pub fn signature_of(violations: &[String]) -> String {
+    let first = violations.first().map_or("", String::as_str);
     first
         .split_whitespace()
         .take(4)
@@ -27,11 +32,32 @@ pub fn signature(failure: &Failure) -> String {
 pub fn shrink(
     options: &SoakOptions,
     all: &[Op],
-    mut indices: Vec<usize>,
+    indices: Vec<usize>,
     failure: &Failure,
 ) -> (Vec<usize>, Failure) {
     let wanted = signature(failure);
     let mut best = failure.clone();
+    let kept = shrink_with(indices, &wanted, |candidate| {
+        let list: Vec<Op> = candidate.iter().map(|&i| all[i].clone()).collect();
+        let f = execute(options, &list).failure?;
+        let found = (f.step, f.violations.clone());
+        if signature(&f) == wanted {
+            best = f;
+        }
+        Some(found)
+    });
+    (kept, best)
+}
+
+/// The shrinking loop of any soak: `run` runs a candidate list of
+/// operation indices and returns its failing step and violations, if any;
+/// deletions are kept while the first violation keeps the `wanted`
+/// signature. Returns the smallest failing list found.
+pub fn shrink_with(
+    mut indices: Vec<usize>,
+    wanted: &str,
+    mut run: impl FnMut(&[usize]) -> Option<(usize, Vec<String>)>,
+) -> Vec<usize> {
     let mut runs = 0;
     let mut chunk = indices.len().div_ceil(2).max(1);
     loop {
@@ -43,14 +69,12 @@ pub fn shrink(
                 .chain(&indices[end..])
                 .copied()
                 .collect();
-            let list: Vec<Op> = candidate.iter().map(|&i| all[i].clone()).collect();
             runs += 1;
-            match execute(options, &list).failure {
-                Some(f) if signature(&f) == wanted => {
+            match run(&candidate) {
+                Some((step, violations)) if signature_of(&violations) == wanted => {
                     // Everything after the failing step is irrelevant too.
-                    let keep = f.step.min(candidate.len());
+                    let keep = step.min(candidate.len());
                     indices = candidate[..keep].to_vec();
-                    best = f;
                 }
                 _ => start = end,
             }
@@ -60,5 +84,5 @@ pub fn shrink(
         }
         chunk = chunk.div_ceil(2);
     }
-    (indices, best)
+    indices
 }

@@ -114,6 +114,19 @@ impl Stream for EventStream {
     }
 }
 
+/// The events of a chunked RecordIO body whose records are events in
+/// `content_type`, exactly as [`super::Client::subscribe`] reads a SUBSCRIBE
+/// response (a record that does not decode is an `Err` and the stream goes
+/// on; bad framing, a transport error or the body's end is a final `Err`).
+/// Public so that the framing can be driven without a connection (the
+/// `mesos_recordio` fuzz target).
+pub fn recordio_events<B>(body: B, content_type: ContentType) -> EventSource
+where
+    B: Stream<Item = Result<Bytes, String>> + Send + Unpin + 'static,
+{
+    RecordIoEvents::source(body, content_type)
+}
+
 /// Events decoded from a chunked RecordIO body.
 pub(super) struct RecordIoEvents<B> {
     body: B,

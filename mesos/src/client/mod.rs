@@ -49,7 +49,7 @@ use futures_util::StreamExt;
 use reqwest::header::{self, HeaderValue};
 
 pub use self::error::{ClientError, StreamError};
-pub use self::events::{DEFAULT_HEARTBEAT_MISSES, EventSource, EventStream};
+pub use self::events::{DEFAULT_HEARTBEAT_MISSES, EventSource, EventStream, recordio_events};
 pub use self::url::{SCHEDULER_PATH, endpoint, resolve_location};
 use crate::codec::{self, ContentType};
 use crate::v1;

@@ -68,8 +68,25 @@ pub fn router(master: MasterHandle, token: Option<&str>, stream_capacity: usize)
 
 /// Serves the master's endpoints on `addr` until the listener fails.
 pub async fn serve(addr: SocketAddr, router: Router) -> std::io::Result<()> {
-    let listener = tokio::net::TcpListener::bind(addr).await?;
-    axum::serve(listener, router).await
+    axum::serve(listen(addr)?, router).await
+}
+
+/// Connections that may wait to be accepted: frameworks open many at once
+/// (a flood of calls, each on a connection of its own), and a full queue
+/// makes the kernel drop or reset them while the accept loop is behind.
+/// The kernel caps it at `net.core.somaxconn`.
+const ACCEPT_BACKLOG: u32 = 4096;
+
+/// A listener on `addr` with the master's accept backlog.
+pub fn listen(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(ACCEPT_BACKLOG)
 }
 
 fn text(status: StatusCode, body: impl Into<String>) -> Response {

@@ -74,6 +74,10 @@ use crate::resources::Resources;
 use crate::v1;
 use crate::v1::scheduler::{Call, Event};
 
+/// The checks of a resource provider call before it reaches the master (as
+/// the HTTP route makes them; public for the fuzz target that drives the
+/// master in process).
+pub use providers::validate_call as validate_provider_call;
 pub use state::Timer;
 
 /// Settings of the master.
@@ -99,6 +103,11 @@ pub struct Settings {
     pub port: u32,
     /// Grace period of a kill when neither the task nor the call sets one.
     pub kill_grace_period: Duration,
+    /// Seeds the master's ids (its own, which prefixes framework, agent and
+    /// offer ids, and the uuids of status updates, operations, publications
+    /// and resource providers) so that a run on a virtual clock replays
+    /// exactly; `None` (the default): random ids.
+    pub id_seed: Option<u64>,
 }
 
 impl Default for Settings {
@@ -116,6 +125,7 @@ impl Default for Settings {
             hostname: "localhost".to_string(),
             port: 5050,
             kill_grace_period: Duration::from_secs(3),
+            id_seed: None,
         }
     }
 }
@@ -263,6 +273,10 @@ pub enum Input {
     Query(report::Query),
     /// Applies a new queue configuration text.
     Config(String, oneshot::Sender<Result<(), String>>),
+    /// A barrier (see [`MasterHandle::sync`]): answered once every input
+    /// sent before it is applied, the timers due have fired and the requests
+    /// to the core are sent, with the number of requests sent so far.
+    Sync(oneshot::Sender<u64>),
     /// Stops the master.
     Shutdown,
 }
@@ -378,7 +392,11 @@ impl MasterHandle {
             Arc::new(CoreCallback { tx: tx.clone() }),
         )?;
         let clock = scheduler.clock();
-        let master_id = uuid::Uuid::new_v4().to_string();
+        let id_seed = settings.id_seed;
+        let master_id = match id_seed {
+            Some(mut seed) => state::seeded_uuid(&mut seed).to_string(),
+            None => uuid::Uuid::new_v4().to_string(),
+        };
         let info = v1::MasterInfo {
             id: master_id,
             ip: 0x0100_007f,
@@ -398,13 +416,20 @@ impl MasterHandle {
             rm_id: RM_ID.to_string(),
             partition: config::PARTITION.to_string(),
             outbox: Vec::new(),
+            sent: 0,
         };
         core.offers(vec![offers::policy_change(&settings.min_allocatable)]);
         core.flush();
         let master = state::Master::new(settings, clock, core, info.clone());
         std::thread::Builder::new()
             .name("unisched-mesos-master".to_string())
-            .spawn(move || run(master, rx))?;
+            .spawn(move || {
+                if let Some(seed) = id_seed {
+                    // Past the state that made the master id.
+                    state::seed_ids(seed.wrapping_add(1));
+                }
+                run(master, rx)
+            })?;
         Ok(Self {
             tx: tx.clone(),
             inner: Arc::new(HandleInner { tx, info }),
@@ -525,6 +550,24 @@ impl MasterHandle {
         rx.await.ok()
     }
 
+    /// Waits until the master thread has applied every input sent before
+    /// this call, fired the timers due at the clock's time and sent its
+    /// requests to the core; returns how many requests it has sent the core
+    /// in all (`None` once it has stopped).
+    ///
+    /// With a virtual clock this makes the master quiescent: settle the core
+    /// (`Scheduler::settle`, which delivers the core's answers into the
+    /// master's input channel) and sync again until the count stops moving;
+    /// then neither the core nor the master has anything left to do (agents
+    /// and frameworks aside). The Mesos soak drives the master this way.
+    pub async fn sync(&self) -> Option<u64> {
+        let (reply, rx) = oneshot::channel();
+        if !self.send(Input::Sync(reply)) {
+            return None;
+        }
+        rx.await.ok()
+    }
+
     /// Applies a new queue configuration text (hot reload).
     pub fn apply_config(&self, text: String) -> Result<(), String> {
         let (reply, rx) = oneshot::channel();
@@ -568,12 +611,7 @@ fn run(mut master: state::Master, rx: Receiver<Input>) {
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => stop = true,
         }
-        let now = master.now();
-        for timer in master.due_timers(now) {
-            master.guarded(|m| m.on_timer(timer));
-        }
-        master.guarded(|m| m.close_broken_streams());
-        master.core.flush();
+        master.after_inputs();
         if stop {
             master.shutdown();
             break;
@@ -593,6 +631,17 @@ impl state::Master {
                 .unwrap_or_else(|| "unknown".to_string());
             tracing::error!(%reason, "the Mesos master panicked handling an input; state of that input may be partial");
         }
+    }
+
+    /// What follows every batch of inputs: due timers fire, broken streams
+    /// close, queued requests go to the core.
+    fn after_inputs(&mut self) {
+        let now = self.now();
+        for timer in self.due_timers(now) {
+            self.guarded(|m| m.on_timer(timer));
+        }
+        self.guarded(|m| m.close_broken_streams());
+        self.core.flush();
     }
 
     /// Applies one input; true to stop.
@@ -654,6 +703,10 @@ impl state::Master {
             Input::Query(q) => self.answer(q),
             Input::Config(text, reply) => {
                 let _ = reply.send(self.apply_config(&text));
+            }
+            Input::Sync(reply) => {
+                self.after_inputs();
+                let _ = reply.send(self.core.sent);
             }
             Input::Shutdown => {}
         }

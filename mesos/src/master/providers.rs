@@ -188,7 +188,7 @@ impl Master {
                 id
             }
             None => {
-                let id = uuid::Uuid::new_v4().to_string();
+                let id = super::state::new_uuid_value().to_string();
                 info.id = Some(v1::ResourceProviderId { value: id.clone() });
                 let (agent, external) = match agent {
                     Some(a) => (a, false),

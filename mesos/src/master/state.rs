@@ -262,6 +262,8 @@ pub struct CoreLink {
     pub partition: String,
     /// Requests not sent yet.
     pub outbox: Vec<CoreRequest>,
+    /// Requests sent so far (what `Input::Sync` answers).
+    pub sent: u64,
 }
 
 impl CoreLink {
@@ -370,6 +372,7 @@ impl CoreLink {
     /// Sends what is queued, in order.
     pub fn flush(&mut self) {
         for request in std::mem::take(&mut self.outbox) {
+            self.sent += 1;
             let rm_id = self.rm_id.clone();
             let sent = match request {
                 CoreRequest::Apps(r) => self
@@ -656,7 +659,53 @@ pub fn seconds(nanos: u64) -> f64 {
     nanos as f64 / 1e9
 }
 
-/// A fresh random UUID's 16 bytes.
+thread_local! {
+    /// The state of the master thread's id generator when
+    /// `Settings::id_seed` is set (the thread sets it when it starts);
+    /// `None`: ids are random.
+    static SEEDED_IDS: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
+}
+
+/// Makes this thread's [`new_uuid`]s come from `seed` (the master thread
+/// calls it at its start when `Settings::id_seed` is set).
+pub fn seed_ids(seed: u64) {
+    SEEDED_IDS.with(|s| s.set(Some(seed)));
+}
+
+/// splitmix64: the next state and its output.
+fn splitmix64(state: u64) -> (u64, u64) {
+    let next = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = next;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    (next, z ^ (z >> 31))
+}
+
+/// A version 4 UUID made from `state` (advanced twice).
+pub fn seeded_uuid(state: &mut u64) -> uuid::Uuid {
+    let (s, a) = splitmix64(*state);
+    let (s, b) = splitmix64(s);
+    *state = s;
+    let mut bytes = [0u8; 16];
+    bytes[..8].copy_from_slice(&a.to_le_bytes());
+    bytes[8..].copy_from_slice(&b.to_le_bytes());
+    uuid::Builder::from_random_bytes(bytes).into_uuid()
+}
+
+/// A fresh UUID's 16 bytes: random, or the next of the seeded sequence on
+/// a master thread whose ids are seeded.
 pub fn new_uuid() -> Vec<u8> {
-    uuid::Uuid::new_v4().as_bytes().to_vec()
+    new_uuid_value().as_bytes().to_vec()
+}
+
+/// A fresh UUID, as [`new_uuid`].
+pub fn new_uuid_value() -> uuid::Uuid {
+    SEEDED_IDS.with(|s| match s.get() {
+        Some(mut state) => {
+            let u = seeded_uuid(&mut state);
+            s.set(Some(state));
+            u
+        }
+        None => uuid::Uuid::new_v4(),
+    })
 }

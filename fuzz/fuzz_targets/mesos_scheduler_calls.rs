@@ -1,0 +1,220 @@
+//! Fuzz target: bodies of `POST /api/v1/scheduler`, decoded and applied as the
+//! route does, against a live master in process (`mesos_common::Live`).
+//!
+//! Input layout: byte 0 holds flags, the rest is the body.
+//! - bit 0: the body's encoding (JSON or protobuf);
+//! - bit 1: the call's `framework_id` (and a SUBSCRIBE's or UPDATE_FRAMEWORK's
+//!   `framework_info.id`) is replaced by the id of a framework the target keeps
+//!   subscribed, so calls reach a live framework instead of "unknown framework";
+//! - bit 2: the call goes with that framework's stream id (`Mesos-Stream-Id`);
+//! - bit 3: the offer ids of an ACCEPT or DECLINE are replaced by the offers the
+//!   framework holds, so the operations in the body are applied to real offers;
+//! - bit 4: the virtual clock moves 1-16 s after the call (bits 4-7), so
+//!   timers (filters, offer timeouts, status retries) fire.
+//!
+//! Checked: no panic in any thread (libfuzzer-sys aborts on a panic even where
+//! the master's guard would catch it); a body that decodes encodes and decodes
+//! back to the same message in both encodings; a call the route would refuse
+//! as invalid (`validate_call`) is refused, one it passes gets an answer from
+//! the master with a status in 200-599; afterwards the master and the core come
+//! to rest and `/state` answers.
+
+#![no_main]
+
+mod mesos_common;
+
+use std::cell::RefCell;
+
+use libfuzzer_sys::fuzz_target;
+use mesos_common::{Live, RESTART_EVERY, content_type, round_trips};
+use tokio::sync::mpsc;
+use unisched_mesos::master::http::validate_call;
+use unisched_mesos::v1;
+use unisched_mesos::v1::scheduler::{Call, Event, call, event};
+
+/// The framework the target keeps subscribed.
+struct Ours {
+    id: String,
+    stream: String,
+    events: mpsc::Receiver<Event>,
+    offers: Vec<v1::OfferId>,
+}
+
+struct Target {
+    live: Live,
+    ours: Option<Ours>,
+}
+
+thread_local! {
+    static TARGET: RefCell<Option<Target>> = const { RefCell::new(None) };
+}
+
+fn framework_info(id: Option<&str>) -> v1::FrameworkInfo {
+    v1::FrameworkInfo {
+        user: "fuzz".to_string(),
+        name: "fuzz".to_string(),
+        id: id.map(|value| v1::FrameworkId {
+            value: value.to_string(),
+        }),
+        roles: vec!["fuzz".to_string()],
+        capabilities: vec![v1::framework_info::Capability {
+            r#type: Some(v1::framework_info::capability::Type::MultiRole as i32),
+        }],
+        failover_timeout: Some(30.0),
+        ..Default::default()
+    }
+}
+
+impl Target {
+    /// Subscribes our framework when it is gone.
+    fn ensure_ours(&mut self) {
+        if self.ours.is_some() {
+            return;
+        }
+        let (stream, mut events) = self.live.master.subscribe(
+            call::Subscribe {
+                framework_info: framework_info(None),
+                ..Default::default()
+            },
+            1024,
+        );
+        self.live.quiesce();
+        let first = events.try_recv().expect("SUBSCRIBED for a valid SUBSCRIBE");
+        let id = first
+            .subscribed
+            .as_ref()
+            .map(|s| s.framework_id.value.clone())
+            .expect("the first event is SUBSCRIBED");
+        let mut ours = Ours {
+            id,
+            stream,
+            events,
+            offers: Vec::new(),
+        };
+        drain(&mut ours);
+        self.ours = Some(ours);
+    }
+
+    /// Reads our framework's events; forgets it once its stream ended.
+    fn read(&mut self) {
+        if let Some(ours) = &mut self.ours
+            && !drain(ours)
+        {
+            self.ours = None;
+        }
+    }
+}
+
+/// Reads the events waiting; false once the stream has ended (ERROR, or closed).
+fn drain(ours: &mut Ours) -> bool {
+    loop {
+        match ours.events.try_recv() {
+            Ok(e) => match e.r#type() {
+                event::Type::Offers => {
+                    for o in e.offers.map(|o| o.offers).unwrap_or_default() {
+                        ours.offers.push(o.id);
+                    }
+                }
+                event::Type::Rescind => {
+                    if let Some(r) = e.rescind {
+                        ours.offers.retain(|o| *o != r.offer_id);
+                    }
+                }
+                event::Type::Error => return false,
+                _ => {}
+            },
+            Err(mpsc::error::TryRecvError::Empty) => return true,
+            Err(mpsc::error::TryRecvError::Disconnected) => return false,
+        }
+    }
+}
+
+/// Rewrites the call as the flags ask.
+fn aim(call: &mut Call, flags: u8, ours: &Ours) {
+    if flags & 2 != 0 {
+        let id = v1::FrameworkId {
+            value: ours.id.clone(),
+        };
+        call.framework_id = Some(id.clone());
+        if let Some(s) = &mut call.subscribe {
+            s.framework_info.id = Some(id.clone());
+        }
+        if let Some(u) = &mut call.update_framework {
+            u.framework_info.id = Some(id);
+        }
+    }
+    if flags & 8 != 0 {
+        if let Some(a) = &mut call.accept {
+            a.offer_ids = ours.offers.clone();
+        }
+        if let Some(d) = &mut call.decline {
+            d.offer_ids = ours.offers.clone();
+        }
+    }
+}
+
+fn run(t: &mut Target, data: &[u8]) {
+    let (flags, body) = (data[0], &data[1..]);
+    let ct = content_type(flags);
+    let Ok(mut call) = unisched_mesos::codec::decode::<Call>(body, ct) else {
+        return;
+    };
+    round_trips(&call);
+    t.ensure_ours();
+    let ours = t.ours.as_ref().expect("subscribed");
+    aim(&mut call, flags, ours);
+    let stream = (flags & 4 != 0).then(|| ours.stream.clone());
+    if validate_call(&call).is_err() {
+        return;
+    }
+    if call.r#type() == call::Type::Subscribe {
+        let ours_again = call.framework_id.as_ref().map(|f| f.value.as_str())
+            == t.ours.as_ref().map(|o| o.id.as_str());
+        let subscribe = call.subscribe.take().expect("validated");
+        let (stream_id, events) = t.live.master.subscribe(subscribe, 1024);
+        if ours_again {
+            // A failover of our framework: the new stream is ours.
+            if let Some(o) = &mut t.ours {
+                o.stream = stream_id;
+                o.events = events;
+                o.offers.clear();
+            }
+        }
+    } else {
+        let answer = t.live.runtime.block_on(t.live.master.call(call, stream));
+        if let Err(e) = answer {
+            assert!(
+                (400..600).contains(&e.status),
+                "refused with status {}: {}",
+                e.status,
+                e.message
+            );
+        }
+    }
+    t.live.quiesce();
+    t.read();
+    if flags & 16 != 0 {
+        t.live.advance(u64::from(flags >> 4));
+        t.read();
+    }
+    t.live.check_state();
+}
+
+fuzz_target!(|data: &[u8]| {
+    if data.is_empty() {
+        return;
+    }
+    TARGET.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.as_ref().is_none_or(|t| t.live.inputs >= RESTART_EVERY) {
+            *slot = None;
+            *slot = Some(Target {
+                live: Live::start(),
+                ours: None,
+            });
+        }
+        let t = slot.as_mut().expect("started");
+        t.live.inputs += 1;
+        run(t, data);
+    });
+});

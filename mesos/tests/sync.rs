@@ -1,0 +1,239 @@
+//! The master's hooks for replayable runs on a virtual clock:
+//! `MasterHandle::sync` (a barrier through the input channel that fires due
+//! timers and counts the requests sent to the core) and `Settings::id_seed`
+//! (the same ids in every run of a seed).
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use unisched_core::{ManualClock, Scheduler, SchedulerOptions};
+use unisched_mesos::agent::{AgentBackend, AgentUpdate, Launch};
+use unisched_mesos::master::{AgentSpec, Input, MasterHandle, Settings};
+use unisched_mesos::resources::Resources;
+use unisched_mesos::v1;
+use unisched_mesos::v1::scheduler::{Call, Event, call, event};
+
+/// An agent that only records what it is asked to launch.
+#[derive(Default)]
+struct Recorder {
+    launched: Mutex<Vec<Launch>>,
+}
+
+impl AgentBackend for Recorder {
+    fn launch(&self, launch: Launch) {
+        self.launched.lock().unwrap().push(launch);
+    }
+    fn kill_task(&self, _: &str, _: &str, _: Duration) {}
+    fn shutdown_executor(&self, _: &str, _: &str) {}
+    fn shutdown_framework(&self, _: &str) {}
+    fn framework_message(&self, _: &str, _: &str, _: Vec<u8>) {}
+    fn stop(&self) {}
+}
+
+struct World {
+    runtime: tokio::runtime::Runtime,
+    clock: Arc<ManualClock>,
+    core: Scheduler,
+    master: MasterHandle,
+}
+
+impl World {
+    fn start(id_seed: Option<u64>) -> Self {
+        let clock = ManualClock::new(1_000_000_000_000);
+        let core = Scheduler::start(SchedulerOptions {
+            clock: clock.clone(),
+            ..Default::default()
+        });
+        let settings = Settings {
+            allocation_interval: Duration::from_secs(3600),
+            id_seed,
+            ..Settings::default()
+        };
+        let master = MasterHandle::start(core.clone(), None, settings).unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        Self {
+            runtime,
+            clock,
+            core,
+            master,
+        }
+    }
+
+    fn sync(&self) -> u64 {
+        self.runtime.block_on(self.master.sync()).unwrap()
+    }
+
+    /// Settles the core and syncs the master until the master sends the
+    /// core nothing more; returns how many rounds that took.
+    fn quiesce(&self) -> usize {
+        let mut sent = self.sync();
+        for round in 1.. {
+            self.core.settle();
+            let now = self.sync();
+            if now == sent {
+                return round;
+            }
+            sent = now;
+        }
+        unreachable!()
+    }
+
+    fn subscribe(&self) -> (String, mpsc::Receiver<Event>) {
+        self.master.subscribe(
+            call::Subscribe {
+                framework_info: v1::FrameworkInfo {
+                    name: "sync-test".into(),
+                    user: "test".into(),
+                    ..Default::default()
+                },
+                ..Default::default()
+            },
+            64,
+        )
+    }
+
+    fn add_agent(&self, backend: Arc<Recorder>) -> String {
+        let spec = AgentSpec {
+            hostname: "a1".into(),
+            resources: Resources::parse("cpus:2;mem:1024").unwrap(),
+            occupied: Resources::default(),
+            attributes: Vec::new(),
+            backend: Box::new(move |_: &str| backend as Arc<dyn AgentBackend>),
+        };
+        self.runtime.block_on(self.master.add_agent(spec)).unwrap()
+    }
+}
+
+fn drain(rx: &mut mpsc::Receiver<Event>) -> Vec<Event> {
+    std::iter::from_fn(|| rx.try_recv().ok()).collect()
+}
+
+fn kind(e: &Event) -> event::Type {
+    e.r#type()
+}
+
+#[test]
+fn sync_fires_due_timers_before_it_answers() {
+    let w = World::start(None);
+    let (_stream, mut rx) = w.subscribe();
+    w.quiesce();
+    let first = drain(&mut rx);
+    assert_eq!(
+        first.iter().map(kind).collect::<Vec<_>>(),
+        [event::Type::Subscribed]
+    );
+    w.clock.advance(Duration::from_secs(15));
+    // No sleep: the heartbeat timer is due, so the barrier fires it.
+    w.sync();
+    let next = drain(&mut rx);
+    assert_eq!(
+        next.iter().map(kind).collect::<Vec<_>>(),
+        [event::Type::Heartbeat]
+    );
+}
+
+#[test]
+fn quiescence_is_reached_by_counting_requests() {
+    let w = World::start(None);
+    let before = w.sync();
+    let (_stream, mut rx) = w.subscribe();
+    let agent = w.add_agent(Arc::new(Recorder::default()));
+    // The framework's application and the agent's node went to the core.
+    assert!(w.sync() > before);
+    w.quiesce();
+    let events = drain(&mut rx);
+    let offers: Vec<&v1::Offer> = events
+        .iter()
+        .filter_map(|e| e.offers.as_ref())
+        .flat_map(|o| &o.offers)
+        .collect();
+    assert_eq!(offers.len(), 1, "{events:?}");
+    assert_eq!(offers[0].agent_id.value, agent);
+    // Nothing moves any more: one round finds the count unchanged.
+    let settled = w.sync();
+    assert_eq!(w.quiesce(), 1);
+    assert_eq!(w.sync(), settled);
+}
+
+/// Subscribes, launches one task from the first offer and reports it
+/// running without a uuid (the master stamps one); returns the master id,
+/// the framework id and the uuid the framework was sent.
+fn launch_one(id_seed: Option<u64>) -> (String, String, Vec<u8>) {
+    let w = World::start(id_seed);
+    let (stream, mut rx) = w.subscribe();
+    let backend = Arc::new(Recorder::default());
+    let agent = w.add_agent(backend.clone());
+    w.quiesce();
+    let events = drain(&mut rx);
+    let framework = events[0].subscribed.as_ref().unwrap().framework_id.clone();
+    let offer = events
+        .iter()
+        .find_map(|e| e.offers.as_ref())
+        .map(|o| o.offers[0].clone())
+        .unwrap();
+    let task = v1::TaskInfo {
+        name: "t".into(),
+        task_id: v1::TaskId { value: "t1".into() },
+        agent_id: offer.agent_id.clone(),
+        resources: Resources::parse("cpus:1;mem:128").unwrap().to_vec(),
+        command: Some(v1::CommandInfo {
+            value: Some("true".into()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let accept = Call {
+        framework_id: Some(framework.clone()),
+        r#type: Some(call::Type::Accept as i32),
+        accept: Some(call::Accept {
+            offer_ids: vec![offer.id.clone()],
+            operations: vec![v1::offer::Operation {
+                r#type: Some(v1::offer::operation::Type::Launch as i32),
+                launch: Some(v1::offer::operation::Launch {
+                    task_infos: vec![task],
+                }),
+                ..Default::default()
+            }],
+            filters: None,
+        }),
+        ..Default::default()
+    };
+    w.runtime
+        .block_on(w.master.call(accept, Some(stream)))
+        .unwrap();
+    w.quiesce();
+    assert_eq!(backend.launched.lock().unwrap().len(), 1);
+    w.master.send(Input::Agent(AgentUpdate::Status {
+        agent_id: agent,
+        framework_id: framework.value.clone(),
+        status: Box::new(v1::TaskStatus {
+            task_id: v1::TaskId { value: "t1".into() },
+            state: v1::TaskState::TaskRunning as i32,
+            ..Default::default()
+        }),
+    }));
+    w.quiesce();
+    let uuid = drain(&mut rx)
+        .iter()
+        .find_map(|e| e.update.as_ref())
+        .and_then(|u| u.status.uuid.clone())
+        .unwrap();
+    (w.master.info().id.clone(), framework.value, uuid)
+}
+
+#[test]
+fn a_seed_gives_the_same_ids() {
+    let a = launch_one(Some(42));
+    let b = launch_one(Some(42));
+    assert_eq!(a, b);
+    assert!(a.1.starts_with(&a.0), "framework ids carry the master id");
+    let other = launch_one(Some(43));
+    assert_ne!(a.0, other.0);
+    assert_ne!(a.2, other.2);
+    let random = launch_one(None);
+    assert_ne!(a.0, random.0);
+    assert_ne!(a.2, random.2);
+}
