@@ -93,6 +93,50 @@ fn hot_paths(c: &mut Criterion) {
         });
     });
     group.finish();
+    let mut group = c.benchmark_group("pass");
+    group.throughput(Throughput::Elements(1));
+    for backlog in [1_000, 100_000] {
+        let mut f = at_max(backlog);
+        let mut now = 1;
+        group.bench_function(format!("queue_at_max_backlog_{backlog}"), |b| {
+            b.iter(|| {
+                now += 1;
+                std::hint::black_box(f.schedule_pass(now))
+            });
+        });
+    }
+    group.finish();
+}
+
+/// One leaf at its max (10 vcore, used up by the first asks) whose one
+/// application has `backlog` one-vcore asks waiting, on 100 nodes.
+fn at_max(backlog: usize) -> Fixture {
+    let config = "partitions:\n  - name: default\n    queues:\n      - name: root\n        submitacl: '*'\n        queues:\n          - name: a\n            resources:\n              max: {vcore: 10}\n";
+    let nodes = (0..100)
+        .map(|i| {
+            wire::node(
+                format!("node-{i}"),
+                &[("vcore", 64_000), ("memory", 1 << 36)],
+            )
+        })
+        .collect();
+    let apps = vec![wire::app("app-0".to_string(), "root.a", "default", "bench")];
+    let asks = (0..backlog + 10)
+        .map(|i| {
+            wire::ask(
+                format!("ask-{i}"),
+                "app-0",
+                "default",
+                &[("vcore", 1_000), ("memory", 1 << 20)],
+                0,
+            )
+        })
+        .collect();
+    let mut f = Fixture::new(config, nodes, apps, asks, &[("vcore", 1_000)])
+        .expect("the bench partition builds");
+    // The first pass fills the queue; the bench measures the ones after.
+    f.schedule_pass(1);
+    f
 }
 
 mod groups {

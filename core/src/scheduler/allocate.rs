@@ -49,6 +49,11 @@ pub struct PassContext<'a> {
     /// (leaf, size, short of the root's max only) of asks that failed the
     /// headroom check in this pass.
     headroom_memo: Vec<(QueueId, Resource, bool)>,
+    /// Asks tried one by one so far (what a pass costs, for tests).
+    pub asks_tried: usize,
+    /// Applications passed over because no pending ask fits their queue
+    /// headroom (see `Partition::no_pending_ask_fits`).
+    pub apps_passed_over: usize,
 }
 
 impl<'a> PassContext<'a> {
@@ -71,6 +76,8 @@ impl<'a> PassContext<'a> {
             node_memo: Vec::new(),
             reserve_memo: Vec::new(),
             headroom_memo: Vec::new(),
+            asks_tried: 0,
+            apps_passed_over: 0,
         }
     }
 
@@ -286,8 +293,15 @@ impl Partition {
             return false;
         }
         if self.apps[app].cursor_pass != self.pass {
-            self.apps[app].cursor_pass = self.pass;
-            self.apps[app].cursor = None;
+            let a = &mut self.apps[app];
+            a.cursor_pass = self.pass;
+            a.cursor = None;
+            a.walk_floor = Resource::UNLIMITED;
+            a.walk_preempts = false;
+        }
+        if self.no_pending_ask_fits(app) {
+            ctx.apps_passed_over += 1;
+            return false;
         }
         loop {
             let a = &self.apps[app];
@@ -299,12 +313,42 @@ impl Partition {
                     .next()
                     .copied(),
             };
-            let Some(key) = next else { return false };
+            let Some(key) = next else {
+                // Every pending ask was tried (or added) in this pass: the
+                // floor is exact again.
+                let a = &mut self.apps[app];
+                a.pending_floor = a.walk_floor;
+                a.floor_preempts = a.walk_preempts;
+                return false;
+            };
+            let ask = &self.asks[key.2];
+            let (res, preempts) = (*ask.resource, ask.allow_preempt_other);
+            let a = &mut self.apps[app];
+            a.walk_floor = a.walk_floor.min(&res);
+            a.walk_preempts |= preempts;
+            ctx.asks_tried += 1;
             if self.try_ask(app, key.2, ctx) {
                 return true;
             }
             self.apps[app].cursor = Some(key);
         }
+    }
+
+    /// True when trying the application's asks one by one would fail every
+    /// one of them at the headroom check with nothing else to do: its
+    /// smallest pending ask (the floor) does not fit under the max of its
+    /// leaf or of an ancestor below the root (so no ask waits for the
+    /// cluster to grow and none is reported so), none of its asks may
+    /// preempt, and it is no gang (whose asks may replace placeholders).
+    /// What `try_ask` would do for each ask is then nothing, so a queue at
+    /// its max costs one check per application and pass, not a walk of its
+    /// backlog.
+    fn no_pending_ask_fits(&self, app: AppId) -> bool {
+        let a = &self.apps[app];
+        if a.gang.is_some() || (self.config.preemption.enabled && a.floor_preempts) {
+            return false;
+        }
+        !self.fits_headroom_below_root(a.queue, &a.pending_floor)
     }
 
     fn try_ask(&mut self, app: AppId, ask: AskId, ctx: &mut PassContext<'_>) -> bool {

@@ -14,6 +14,17 @@ use super::objects::{AppId, NodeId, QueueId};
 use super::partition::Partition;
 use crate::resources::{Resource, ResourceNames};
 
+/// What one pass cost (see [`Fixture::schedule_pass`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PassCost {
+    /// Allocations made.
+    pub made: usize,
+    /// Asks tried one by one.
+    pub asks_tried: usize,
+    /// Applications passed over because no pending ask fits their queue.
+    pub apps_passed_over: usize,
+}
+
 /// A partition with nodes and applications, ready for one operation at a time.
 pub struct Fixture {
     partition: Partition,
@@ -164,6 +175,45 @@ impl Fixture {
         self.partition.fits_headroom(leaf, &self.size)
     }
 
+    /// One scheduling pass at time `now` (allocations as the loop makes
+    /// them, no reservation delay reached): (allocations made, asks tried
+    /// one by one, applications passed over without a walk).
+    pub fn schedule_pass(&mut self, now: u64) -> PassCost {
+        let mut ctx = super::allocate::PassContext::new(now, usize::MAX, u64::MAX, None);
+        let made = self.partition.schedule(&mut ctx);
+        self.partition.outbox = Default::default();
+        PassCost {
+            made,
+            asks_tried: ctx.asks_tried,
+            apps_passed_over: ctx.apps_passed_over,
+        }
+    }
+
+    /// Releases every allocation of application `i` (as an RM's release
+    /// request does), so its queue has headroom again.
+    pub fn release_all(&mut self, i: usize, now: u64) {
+        let app = self.apps[i % self.apps.len()];
+        let id = self.partition.apps[app].id.to_string();
+        let request = si::AllocationRequest {
+            releases: Some(si::AllocationReleasesRequest {
+                allocations_to_release: vec![si::AllocationRelease {
+                    partition_name: "default".into(),
+                    application_id: id,
+                    termination_type: si::TerminationType::StoppedByRm as i32,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }),
+            rm_id: "bench".into(),
+            ..Default::default()
+        };
+        let prepared = prepare_allocation_request(&self.names, request);
+        for release in prepared.releases.allocations_to_release {
+            self.partition.release_allocations(release, now);
+        }
+        self.partition.outbox = Default::default();
+    }
+
     /// The resource names the fixture interned.
     pub fn resource_type_count(&self) -> usize {
         self.names.len()
@@ -185,12 +235,30 @@ mod tests {
               max: {vcore: 100}
 ";
 
-    fn fixture() -> Fixture {
+    /// A one-allocation ask `k{i}` of application `app` for `vcore` vcore.
+    fn vcore_ask(i: usize, vcore: i64, priority: i32) -> si::AllocationAsk {
+        si::AllocationAsk {
+            allocation_key: format!("k{i}"),
+            application_id: "app".into(),
+            partition_name: "default".into(),
+            resource_ask: Some(si::Resource {
+                resources: [("vcore".to_string(), si::Quantity { value: vcore })].into(),
+            }),
+            max_allocations: 1,
+            priority,
+            ..Default::default()
+        }
+    }
+
+    /// Partition with root.a at `max_vcore`, three nodes of `node_vcore`
+    /// (wire units) and application `app` with `asks`.
+    fn fixture_with(asks: Vec<si::AllocationAsk>, max_vcore: i64, node_vcore: i64) -> Fixture {
+        let config = CONFIG.replace("max: {vcore: 100}", &format!("max: {{vcore: {max_vcore}}}"));
         let node = |i: usize| si::NodeInfo {
             node_id: format!("n{i}"),
             action: si::node_info::ActionFromRm::Create as i32,
             schedulable_resource: Some(si::Resource {
-                resources: [("vcore".to_string(), si::Quantity { value: 8000 })].into(),
+                resources: [("vcore".to_string(), si::Quantity { value: node_vcore })].into(),
             }),
             ..Default::default()
         };
@@ -204,24 +272,68 @@ mod tests {
             }),
             ..Default::default()
         };
-        let ask = si::AllocationAsk {
-            allocation_key: "k".into(),
-            application_id: "app".into(),
-            partition_name: "default".into(),
-            resource_ask: Some(si::Resource {
-                resources: [("vcore".to_string(), si::Quantity { value: 1000 })].into(),
-            }),
-            max_allocations: 1,
-            ..Default::default()
-        };
         Fixture::new(
-            CONFIG,
+            &config,
             (0..3).map(node).collect(),
             vec![app],
-            vec![ask],
+            asks,
             &[("vcore", 1000)],
         )
         .expect("fixture")
+    }
+
+    fn fixture() -> Fixture {
+        fixture_with(vec![vcore_ask(0, 1000, 0)], 100, 8000)
+    }
+
+    /// A queue at its max with a backlog: a pass tries the asks that fit
+    /// and then passes the application over with one check, instead of
+    /// trying each of the asks left; once the queue has room again the
+    /// backlog is walked (and allocated) as before.
+    #[test]
+    fn a_queue_at_its_max_costs_one_check_per_pass_not_a_walk() {
+        // root.a has max 100 vcore: 100 one-vcore asks fit, 900 wait.
+        let asks = (0..1_000).map(|i| vcore_ask(i, 1_000, 0)).collect();
+        let mut f = fixture_with(asks, 100, 80_000);
+        let first = f.schedule_pass(1);
+        assert_eq!(first.made, 100);
+        assert_eq!(
+            (first.asks_tried, first.apps_passed_over),
+            (100, 1),
+            "the asks that fit are tried, then the application is passed over"
+        );
+        for t in 2..5 {
+            let cost = f.schedule_pass(t);
+            assert_eq!(
+                cost,
+                PassCost {
+                    made: 0,
+                    asks_tried: 0,
+                    apps_passed_over: 1
+                }
+            );
+        }
+        // Room again: the backlog is tried and placed up to the max.
+        f.release_all(0, 5);
+        let after = f.schedule_pass(6);
+        assert_eq!((after.made, after.asks_tried), (100, 100));
+    }
+
+    /// The floor is a bound of the smallest pending ask, not of the last:
+    /// a small ask behind large ones still gets its chance when the large
+    /// ones no longer fit.
+    #[test]
+    fn a_small_ask_behind_large_ones_is_still_tried() {
+        // max 10 vcore: two 4-vcore asks first (priority), then 4-vcore
+        // asks that no longer fit, then a 2-vcore ask that does.
+        let mut asks: Vec<_> = (0..50).map(|i| vcore_ask(i, 4_000, 1)).collect();
+        asks.push(vcore_ask(50, 2_000, 0));
+        let mut f = fixture_with(asks, 10, 80_000);
+        let first = f.schedule_pass(1);
+        assert_eq!(first.made, 3, "two large asks and the small one");
+        // 10 of 10 vcore used: nothing fits, the next pass walks nothing.
+        let second = f.schedule_pass(2);
+        assert_eq!((second.made, second.asks_tried), (0, 0));
     }
 
     #[test]

@@ -365,6 +365,20 @@ pub struct App {
     pub cursor_pass: u64,
     /// Asks up to and including this key failed in `cursor_pass`.
     pub cursor: Option<AskKey>,
+    /// A lower bound of the pending asks' sizes, type by type: every ask in
+    /// `pending_order` is at least this (lowered as asks come in, made exact
+    /// again by a pass that tried every pending ask). While the queue
+    /// headroom below the root cannot take it, no pending ask fits and the
+    /// application is passed over without a walk of its asks.
+    pub pending_floor: Resource,
+    /// Some ask that may preempt others may be pending (set as such asks
+    /// come in, made exact again with `pending_floor`).
+    pub floor_preempts: bool,
+    /// The floor and preemption flag of the asks tried (or added) in
+    /// `cursor_pass` so far.
+    pub walk_floor: Resource,
+    /// See `walk_floor`.
+    pub walk_preempts: bool,
     /// Whether it counts in its queues' `running_apps`.
     pub counted_running: bool,
     /// Gang scheduling state; `None` for an application that never used

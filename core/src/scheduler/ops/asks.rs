@@ -136,8 +136,15 @@ impl Partition {
             a.resource.times(i64::from(a.pending)),
             a.order_key(id),
         );
-        let res = *a.resource;
-        if self.apps[app].pending_order.insert(key) {
+        let (res, preempts) = (*a.resource, a.allow_preempt_other);
+        let book = &mut self.apps[app];
+        if book.pending_order.insert(key) {
+            // Keep the floor a lower bound of every pending ask, and the
+            // floor of this pass's walk too (the ask may sit behind its cursor).
+            book.pending_floor = book.pending_floor.min(&res);
+            book.walk_floor = book.walk_floor.min(&res);
+            book.floor_preempts |= preempts;
+            book.walk_preempts |= preempts;
             self.pending_ask_added(&res);
         }
         self.add_pending(app, &total);
