@@ -100,14 +100,32 @@ pub struct Execution {
 /// that stalls for `options.stall` is reported as a hang instead of blocking.
 pub fn execute(options: &SoakOptions, ops: &[Op]) -> Execution {
     callback::quiet_injected_panics();
+    let (opts, list) = (options.clone(), ops.to_vec());
+    watched(
+        format!("soak-{}", options.seed),
+        options.stall,
+        move |progress| execute_here(&opts, &list, progress),
+        hang,
+    )
+}
+
+/// Runs `run` on a thread of its own named `name`, watching the step counter
+/// it is handed: when the counter stands still for `stall` (or the thread
+/// cannot start or panics) the answer is `hang(step, what)` instead, and the
+/// stuck thread is left behind (it cannot be stopped safely). Shared by the
+/// SI soak and its Mesos mode.
+pub(crate) fn watched<T: Send + 'static>(
+    name: String,
+    stall: Duration,
+    run: impl FnOnce(&AtomicUsize) -> T + Send + 'static,
+    hang: fn(usize, String) -> T,
+) -> T {
     let progress = Arc::new(AtomicUsize::new(0));
     let (tx, rx) = std::sync::mpsc::channel();
-    let (opts, list, seen) = (options.clone(), ops.to_vec(), progress.clone());
-    let spawned = std::thread::Builder::new()
-        .name(format!("soak-{}", options.seed))
-        .spawn(move || {
-            let _ = tx.send(execute_here(&opts, &list, &seen));
-        });
+    let seen = progress.clone();
+    let spawned = std::thread::Builder::new().name(name).spawn(move || {
+        let _ = tx.send(run(&seen));
+    });
     if let Err(e) = spawned {
         return hang(0, format!("could not start the soak thread: {e}"));
     }
@@ -122,14 +140,10 @@ pub fn execute(options: &SoakOptions, ops: &[Op]) -> Execution {
                 let now = progress.load(Ordering::SeqCst);
                 if now != last.0 {
                     last = (now, Instant::now());
-                } else if last.1.elapsed() > options.stall {
-                    // The stuck thread is left behind: it cannot be stopped safely.
+                } else if last.1.elapsed() > stall {
                     return hang(
                         now,
-                        format!(
-                            "step {now} did not finish within {:?} (deadlock?)",
-                            options.stall
-                        ),
+                        format!("step {now} did not finish within {stall:?} (deadlock?)"),
                     );
                 }
             }

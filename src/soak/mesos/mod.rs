@@ -42,7 +42,6 @@ pub mod ops;
 pub mod sim;
 pub mod world;
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
@@ -102,41 +101,13 @@ pub struct MesosExecution {
 /// Runs `ops` against a fresh core and master; stops at the first failing
 /// step. A step that stalls for `options.stall` is reported as a hang.
 pub fn execute(options: &MesosOptions, ops: &[MesosOp]) -> MesosExecution {
-    let progress = Arc::new(AtomicUsize::new(0));
-    let (tx, rx) = std::sync::mpsc::channel();
-    let (opts, list, seen) = (options.clone(), ops.to_vec(), progress.clone());
-    let spawned = std::thread::Builder::new()
-        .name(format!("mesos-soak-{}", options.seed))
-        .spawn(move || {
-            let _ = tx.send(execute_here(&opts, &list, &seen));
-        });
-    if let Err(e) = spawned {
-        return hang(0, format!("could not start the soak thread: {e}"));
-    }
-    let mut last = (0, Instant::now());
-    loop {
-        match rx.recv_timeout(Duration::from_millis(100)) {
-            Ok(done) => return done,
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                return hang(last.0, "the soak thread panicked".to_string());
-            }
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                let now = progress.load(Ordering::SeqCst);
-                if now != last.0 {
-                    last = (now, Instant::now());
-                } else if last.1.elapsed() > options.stall {
-                    // The stuck thread is left behind: it cannot be stopped safely.
-                    return hang(
-                        now,
-                        format!(
-                            "step {now} did not finish within {:?} (deadlock?)",
-                            options.stall
-                        ),
-                    );
-                }
-            }
-        }
-    }
+    let (opts, list) = (options.clone(), ops.to_vec());
+    super::watched(
+        format!("mesos-soak-{}", options.seed),
+        options.stall,
+        move |progress| execute_here(&opts, &list, progress),
+        hang,
+    )
 }
 
 fn hang(step: usize, what: String) -> MesosExecution {
