@@ -67,15 +67,7 @@ pub fn run(args: SoakArgs) -> ExitCode {
     let deadline = args.duration.map(|s| started + Duration::from_secs(s));
     let mut totals = Counts::default();
     let (mut seeds_run, mut failed, mut busy) = (0u64, 0u64, Duration::ZERO);
-    let mut seed = args.seed;
-    loop {
-        let more = match deadline {
-            Some(d) => Instant::now() < d,
-            None => seeds_run < args.seeds,
-        };
-        if !more {
-            break;
-        }
+    for seed in seeds(args.seed, args.seeds, deadline) {
         let options = SoakOptions {
             seed,
             steps: args.steps,
@@ -102,7 +94,6 @@ pub fn run(args: SoakArgs) -> ExitCode {
                 }
             }
         }
-        seed += 1;
     }
     let secs = busy.as_secs_f64().max(1e-9);
     println!(
@@ -166,6 +157,18 @@ fn print_failure(args: &SoakArgs, seed: u64, f: &soak::Failure, report: &soak::S
     }
 }
 
+/// The seeds to run from `first`: `count` of them, or as many as start
+/// before `deadline` when one is given.
+fn seeds(first: u64, count: u64, deadline: Option<Instant>) -> impl Iterator<Item = u64> {
+    (first..)
+        .enumerate()
+        .take_while(move |&(i, _)| match deadline {
+            Some(d) => Instant::now() < d,
+            None => (i as u64) < count,
+        })
+        .map(|(_, seed)| seed)
+}
+
 /// `soak --mesos`: the Mesos-mode simulation over the seeds asked for.
 fn run_mesos(args: &SoakArgs, only: Option<&[usize]>) -> ExitCode {
     use crate::soak::mesos::{self, MesosCounts, MesosOptions};
@@ -173,15 +176,7 @@ fn run_mesos(args: &SoakArgs, only: Option<&[usize]>) -> ExitCode {
     let deadline = args.duration.map(|s| started + Duration::from_secs(s));
     let mut totals = MesosCounts::default();
     let (mut seeds_run, mut failed, mut busy) = (0u64, 0u64, Duration::ZERO);
-    let mut seed = args.seed;
-    loop {
-        let more = match deadline {
-            Some(d) => Instant::now() < d,
-            None => seeds_run < args.seeds,
-        };
-        if !more {
-            break;
-        }
+    for seed in seeds(args.seed, args.seeds, deadline) {
         let options = MesosOptions {
             seed,
             steps: args.steps,
@@ -204,7 +199,6 @@ fn run_mesos(args: &SoakArgs, only: Option<&[usize]>) -> ExitCode {
                 }
             }
         }
-        seed += 1;
     }
     let secs = busy.as_secs_f64().max(1e-9);
     println!(
