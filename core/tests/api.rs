@@ -575,3 +575,47 @@ fn resource_types_named_late_are_enforced() {
     let f1 = snap.nodes.iter().find(|n| n.id == "f1").unwrap();
     assert_eq!(f1.allocation_count, 1);
 }
+
+/// Found by the si_requests fuzz target: an RM id with a NUL byte became the
+/// name of its callback thread, which std refuses with a panic, and the
+/// scheduling loop died with it.
+#[test]
+fn an_rm_id_with_control_characters_does_not_stop_the_scheduler() {
+    let weird = "rm\u{0}-1\n";
+    let sched = Scheduler::start(SchedulerOptions {
+        clock: ManualClock::new(0),
+        ..Default::default()
+    });
+    let rm = Arc::new(RecordingCallback::new());
+    sched
+        .register_resource_manager(
+            si::RegisterResourceManagerRequest {
+                rm_id: weird.to_string(),
+                config: TWO_LEAVES.to_string(),
+                ..Default::default()
+            },
+            rm.clone(),
+        )
+        .expect("register");
+    sched
+        .update_node(si::NodeRequest {
+            nodes: vec![si::NodeInfo {
+                node_id: "n1".to_string(),
+                action: si::node_info::ActionFromRm::Create as i32,
+                schedulable_resource: res(&[("memory", 100), ("vcore", 1000)]),
+                ..Default::default()
+            }],
+            rm_id: weird.to_string(),
+        })
+        .expect("update_node");
+    sched.settle();
+    let snap = sched.snapshot("default").expect("partition default");
+    assert_eq!(snap.nodes.len(), 1);
+    assert_eq!(rm.recorded().accepted_nodes().count(), 1);
+}
+
+#[test]
+fn thread_names_lose_their_control_characters() {
+    let name = unisched_core::scheduler::thread_name("p-", "a\u{0}b\tc");
+    assert_eq!(name, "p-a?b?c");
+}

@@ -229,7 +229,10 @@ impl RemoteScheduler {
 
         let rm = rm_id.to_string();
         std::thread::Builder::new()
-            .name(format!("unisched-remote-{rm_id}"))
+            .name(unisched_core::scheduler::thread_name(
+                "unisched-remote-",
+                rm_id,
+            ))
             .spawn(move || deliver_all(&rm, callback.as_ref(), deliveries, reply_tx))
             .map_err(|e| Status::internal(format!("cannot start the delivery thread: {e}")))?;
         Ok(RmSession {

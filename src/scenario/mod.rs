@@ -97,7 +97,7 @@ pub fn run(scenario: Scenario, timeout: Duration) -> Outcome {
     let (done, result) = mpsc::channel();
     let watched = progress.clone();
     let spawned = std::thread::Builder::new()
-        .name(format!("scenario {name}"))
+        .name(unisched_core::scheduler::thread_name("scenario ", &name))
         .spawn(move || {
             let outcome = driver::run(&scenario, &watched);
             let _ = done.send(outcome);

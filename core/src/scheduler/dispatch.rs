@@ -35,6 +35,15 @@ pub enum Outgoing {
     ),
 }
 
+/// A thread name made of `prefix` and an id an RM chose: the OS refuses names
+/// with a NUL byte (std panics on them), so control characters become `?`.
+pub fn thread_name(prefix: &str, id: &str) -> String {
+    let mut name = String::with_capacity(prefix.len() + id.len());
+    name.push_str(prefix);
+    name.extend(id.chars().map(|c| if c.is_control() { '?' } else { c }));
+    name
+}
+
 /// The dispatcher of one RM.
 pub struct Dispatcher {
     tx: Option<Sender<Outgoing>>,
@@ -49,7 +58,7 @@ impl Dispatcher {
         names: Arc<ResourceNames>,
     ) -> Self {
         let (tx, rx) = unbounded();
-        let name = format!("unisched-callback-{rm_id}");
+        let name = thread_name("unisched-callback-", rm_id);
         let rm = rm_id.to_string();
         let thread = std::thread::Builder::new()
             .name(name)

@@ -54,6 +54,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::resources::ResourceNames;
 use crate::snapshot::PartitionSnapshot;
 use command::Command;
+pub use dispatch::thread_name;
 pub use engine::{DEFAULT_CONFIG, qualify};
 use observe::{EventBatch, Metrics, ObservedEvent, Observer};
 pub use preempt::PREEMPTED_FOR;
