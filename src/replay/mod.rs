@@ -192,6 +192,8 @@ pub fn replay(
     let clock = ManualClock::new(START_NANOS);
     let scheduler = Scheduler::start(SchedulerOptions {
         clock: clock.clone() as Arc<dyn Clock>,
+        // The replay hands the core one step at a time and waits for it.
+        spin_before_park: unisched_core::scheduler::STEPPED_SPIN,
         ..SchedulerOptions::default()
     });
     let callback = Arc::new(ReplayCallback::new(Rm::new(

@@ -5,12 +5,14 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender, unbounded};
 use unisched_shim_api::{CallbackResult, ResourceManagerCallback};
 use unisched_si as si;
 
-use super::partition::AllocationBatch;
+use super::partition::{AllocationBatch, PendingEvent};
+use super::spin::{Polled, poll_for};
 use crate::resources::{NameTable, Resource, ResourceNames};
 
 /// One delivery to an RM.
@@ -21,8 +23,8 @@ pub enum Outgoing {
     Application(si::ApplicationResponse),
     /// Node results.
     Node(si::NodeResponse),
-    /// A batch of events.
-    Events(Vec<si::EventRecord>),
+    /// A batch of events (releases' still to be built).
+    Events(Vec<PendingEvent>),
     /// A container scheduling state.
     State(si::UpdateContainerSchedulingStateRequest),
     /// Everything before this has been delivered; drop the token to say so.
@@ -56,13 +58,14 @@ impl Dispatcher {
         rm_id: &str,
         callback: Arc<dyn ResourceManagerCallback>,
         names: Arc<ResourceNames>,
+        spin: Duration,
     ) -> Self {
         let (tx, rx) = unbounded();
         let name = thread_name("unisched-callback-", rm_id);
         let rm = rm_id.to_string();
         let thread = std::thread::Builder::new()
             .name(name)
-            .spawn(move || deliver_all(&rm, callback.as_ref(), rx, WireBuilder::new(names)))
+            .spawn(move || deliver_all(&rm, callback.as_ref(), rx, WireBuilder::new(names), spin))
             .ok();
         if thread.is_none() {
             tracing::error!(
@@ -119,8 +122,13 @@ impl WireBuilder {
         let AllocationBatch {
             mut response,
             placed,
+            released,
             partition_name,
         } = batch;
+        // The core reports every release through `released`.
+        response
+            .released
+            .extend(released.iter().map(|r| r.to_wire(&partition_name)));
         if placed.is_empty() {
             return response;
         }
@@ -148,8 +156,17 @@ fn deliver_all(
     callback: &dyn ResourceManagerCallback,
     rx: Receiver<Outgoing>,
     mut wire: WireBuilder,
+    spin: Duration,
 ) {
-    for out in rx {
+    loop {
+        let out = match poll_for(&rx, spin) {
+            Polled::Got(out) => out,
+            Polled::Closed => break,
+            Polled::Nothing => match rx.recv() {
+                Ok(out) => out,
+                Err(_) => break,
+            },
+        };
         let (what, result) = match out {
             Outgoing::Barrier(token) => {
                 drop(token);
@@ -170,7 +187,10 @@ fn deliver_all(
                 let _ = reply.send(answer);
                 ("update_configuration", result)
             }
-            Outgoing::Events(e) => ("send_event", guarded(|| callback.send_event(e))),
+            Outgoing::Events(e) => {
+                let records = e.into_iter().map(PendingEvent::into_record).collect();
+                ("send_event", guarded(|| callback.send_event(records)))
+            }
             Outgoing::State(s) => (
                 "update_container_scheduling_state",
                 guarded(|| callback.update_container_scheduling_state(s)),

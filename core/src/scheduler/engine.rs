@@ -43,6 +43,7 @@ use super::command::{Command, PreparedAllocationRequest, PreparedAsk, PreparedNo
 use super::dispatch::{Dispatcher, Outgoing, guarded, panic_message};
 use super::observe::{Observer, ObservingCallback, PUBLISH_INTERVAL, Published, RmConfig};
 use super::partition::{AllocationBatch, Partition};
+use super::spin::{self, Polled};
 use crate::config;
 use crate::resources::{NameTable, ResourceNames};
 use crate::snapshot::PartitionSnapshot;
@@ -143,15 +144,19 @@ impl Engine {
             let first = if more_work {
                 rx.try_recv().ok()
             } else {
-                match self.wait_duration() {
-                    None => match rx.recv() {
-                        Ok(c) => Some(c),
-                        Err(_) => break,
-                    },
-                    Some(d) => match rx.recv_timeout(d) {
-                        Ok(c) => Some(c),
-                        Err(RecvTimeoutError::Timeout) => None,
-                        Err(RecvTimeoutError::Disconnected) => break,
+                match spin::poll_for(&rx, self.options.spin_before_park) {
+                    Polled::Got(c) => Some(c),
+                    Polled::Closed => break,
+                    Polled::Nothing => match self.wait_duration() {
+                        None => match rx.recv() {
+                            Ok(c) => Some(c),
+                            Err(_) => break,
+                        },
+                        Some(d) => match rx.recv_timeout(d) {
+                            Ok(c) => Some(c),
+                            Err(RecvTimeoutError::Timeout) => None,
+                            Err(RecvTimeoutError::Disconnected) => break,
+                        },
                     },
                 }
             };
@@ -356,7 +361,12 @@ impl Engine {
             callback.clone(),
             self.observer.clone(),
         ));
-        let dispatcher = Dispatcher::start(&rm_id, observed, self.names.clone());
+        let dispatcher = Dispatcher::start(
+            &rm_id,
+            observed,
+            self.names.clone(),
+            self.options.spin_before_park,
+        );
         self.observer.set_config(
             &rm_id,
             RmConfig {
@@ -821,6 +831,7 @@ fn send_outbox(dispatcher: &Dispatcher, out: super::partition::Outbox, partition
         dispatcher.send(Outgoing::Allocation(AllocationBatch {
             response: out.allocation,
             placed: out.placed,
+            released: out.released,
             partition_name: partition_name.to_string(),
         }));
     }

@@ -250,7 +250,7 @@ impl Partition {
             self.send_release(
                 ph,
                 si::TerminationType::PlaceholderReplaced,
-                "placeholder replaced by a real allocation",
+                "placeholder replaced by a real allocation".into(),
                 ctx.now,
             );
             self.rekey_app(app);
@@ -329,14 +329,14 @@ impl Partition {
         &mut self,
         id: AllocId,
         termination: si::TerminationType,
-        message: &str,
+        message: impl Into<std::borrow::Cow<'static, str>>,
         now: u64,
     ) {
         self.allocs[id].releasing = Some(Box::new(PendingRelease {
             termination,
             replacement: None,
         }));
-        self.send_release(id, termination, message, now);
+        self.send_release(id, termination, message.into(), now);
     }
 
     /// Tells the RM the core releases an allocation (it stays until removed).
@@ -344,7 +344,7 @@ impl Partition {
         &mut self,
         id: AllocId,
         termination: si::TerminationType,
-        message: &str,
+        message: std::borrow::Cow<'static, str>,
         now: u64,
     ) {
         let alloc = &self.allocs[id];

@@ -41,6 +41,7 @@ mod ops;
 mod partition;
 mod placeholder_timeout;
 mod preempt;
+mod spin;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -90,7 +91,18 @@ pub struct SchedulerOptions {
     /// How many finished applications a partition keeps for readers
     /// (snapshots, REST), newest last.
     pub completed_apps_kept: usize,
+    /// How long the scheduling thread, the callback threads and `settle`
+    /// poll their channel before they park (zero: they park at once). For a
+    /// caller that hands the core one batch at a time and waits for it, as
+    /// `unisched simulate` does: see `spin.rs`.
+    pub spin_before_park: Duration,
 }
+
+/// A [`SchedulerOptions::spin_before_park`] for a caller that drives the
+/// core one step at a time on a virtual clock and waits for each (`unisched
+/// simulate`, the soaks): longer than a step's hand-offs take, short enough
+/// that an idle core parks within a third of a millisecond.
+pub const STEPPED_SPIN: Duration = Duration::from_micros(300);
 
 /// Default of [`SchedulerOptions::queue_cleanup_interval`].
 pub const DEFAULT_QUEUE_CLEANUP_INTERVAL: Duration = Duration::from_secs(10);
@@ -109,6 +121,7 @@ impl Default for SchedulerOptions {
             max_allocations_per_pass: 512,
             queue_cleanup_interval: DEFAULT_QUEUE_CLEANUP_INTERVAL,
             completed_apps_kept: 10_000,
+            spin_before_park: Duration::ZERO,
         }
     }
 }
@@ -123,6 +136,7 @@ impl std::fmt::Debug for SchedulerOptions {
             .field("max_allocations_per_pass", &self.max_allocations_per_pass)
             .field("queue_cleanup_interval", &self.queue_cleanup_interval)
             .field("completed_apps_kept", &self.completed_apps_kept)
+            .field("spin_before_park", &self.spin_before_park)
             .finish_non_exhaustive()
     }
 }
@@ -233,6 +247,9 @@ impl Scheduler {
             return;
         }
         // Every holder of the token drops it when done; recv fails then.
+        if let spin::Polled::Closed = spin::poll_for(&rx, self.inner.options.spin_before_park) {
+            return;
+        }
         while rx.recv().is_ok() {}
     }
 

@@ -153,7 +153,7 @@ impl Partition {
             self.release_with_confirmation(
                 v,
                 si::TerminationType::PreemptedByScheduler,
-                &message,
+                message.clone(),
                 ctx.now,
             );
         }

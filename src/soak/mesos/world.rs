@@ -77,6 +77,8 @@ impl World {
             // The snapshot then lists only live applications: the checks
             // read an application there as one the core still has.
             completed_apps_kept: 0,
+            // One step at a time, each waited for: see `spin_before_park`.
+            spin_before_park: unisched_core::scheduler::STEPPED_SPIN,
             ..Default::default()
         });
         let settings = Settings {

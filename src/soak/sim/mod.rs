@@ -195,6 +195,8 @@ impl Sim {
             // and a snapshot per step carrying thousands of them would make
             // every step of a long seed slower than the one before.
             completed_apps_kept: SOAK_COMPLETED_APPS_KEPT,
+            // One step at a time, each waited for: see `spin_before_park`.
+            spin_before_park: unisched_core::scheduler::STEPPED_SPIN,
             ..Default::default()
         };
         // UNISCHED_SOAK_RESERVATION_TIMEOUT=<seconds> replaces the default

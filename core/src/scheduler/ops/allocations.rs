@@ -1,13 +1,13 @@
 //! Allocations: releases named by the RM, recovered allocations, and the
 //! record of an allocation with its usage.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
-use si::event_record::{ChangeDetail, ChangeType, Type as EventType};
 use unisched_si as si;
 
 use super::super::objects::*;
-use super::super::partition::Partition;
+use super::super::partition::{Partition, Released};
 use crate::resources::Resource;
 
 impl Partition {
@@ -81,10 +81,11 @@ impl Partition {
         &mut self,
         id: AllocId,
         termination: si::TerminationType,
-        message: &str,
+        message: impl Into<Cow<'static, str>>,
         now: u64,
     ) {
         let alloc = self.remove_allocation(id, termination);
+        let message = message.into();
         self.report_release(alloc.app, &alloc.key, &alloc.id, termination, message, now);
     }
 
@@ -92,36 +93,20 @@ impl Partition {
     pub(in crate::scheduler) fn report_release(
         &mut self,
         app: AppId,
-        key: &str,
-        alloc_id: &str,
+        key: &Arc<str>,
+        alloc_id: &Arc<str>,
         termination: si::TerminationType,
-        message: &str,
+        message: Cow<'static, str>,
         now: u64,
     ) {
-        let app_id = String::from(&*self.apps[app].id);
-        let detail = match termination {
-            si::TerminationType::PreemptedByScheduler => ChangeDetail::AllocPreempt,
-            si::TerminationType::Timeout => ChangeDetail::AllocTimeout,
-            si::TerminationType::PlaceholderReplaced => ChangeDetail::AllocReplaced,
-            _ => ChangeDetail::AllocCancel,
+        let release = Released {
+            app: self.apps[app].id.clone(),
+            key: key.clone(),
+            id: alloc_id.clone(),
+            termination,
+            message,
         };
-        self.outbox.event(
-            now,
-            EventType::App,
-            &app_id,
-            alloc_id,
-            ChangeType::Remove,
-            detail,
-            message.to_string(),
-        );
-        self.outbox.allocation.released.push(si::AllocationRelease {
-            partition_name: self.plain_name().to_string(),
-            application_id: app_id,
-            termination_type: termination as i32,
-            message: message.to_string(),
-            allocation_key: key.to_string(),
-            allocation_id: alloc_id.to_string(),
-        });
+        self.outbox.release(now, release);
     }
 
     /// Removes one allocation and gives its resources back, without telling

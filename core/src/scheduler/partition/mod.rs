@@ -25,7 +25,7 @@ mod readers;
 mod usage;
 
 pub use ordering::weighted;
-pub use outbox::{AllocationBatch, Outbox, Placed};
+pub use outbox::{AllocationBatch, Outbox, PendingEvent, Placed, Released};
 pub use readers::RejectedApp;
 
 /// Index of the root queue.

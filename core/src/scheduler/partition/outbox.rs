@@ -1,6 +1,7 @@
 //! What a partition leaves for its RM: new allocations in their compact
 //! form, and the outbox of responses and events waiting to be sent.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -60,6 +61,98 @@ impl Placed {
     }
 }
 
+/// A release the core reports to the RM, left like [`Placed`] for the
+/// dispatcher to put in wire form: the `si::AllocationRelease` and its
+/// "allocation removed" event are both built from it on that thread.
+#[derive(Debug, Clone)]
+pub struct Released {
+    /// Application id.
+    pub app: Arc<str>,
+    /// Allocation key.
+    pub key: Arc<str>,
+    /// Allocation id.
+    pub id: Arc<str>,
+    /// Why it ends.
+    pub termination: si::TerminationType,
+    /// The message for the RM and the event.
+    pub message: Cow<'static, str>,
+}
+
+impl Released {
+    /// The wire form.
+    pub fn to_wire(&self, partition_name: &str) -> si::AllocationRelease {
+        si::AllocationRelease {
+            partition_name: partition_name.to_string(),
+            application_id: String::from(&*self.app),
+            termination_type: self.termination as i32,
+            message: self.message.to_string(),
+            allocation_key: String::from(&*self.key),
+            allocation_id: String::from(&*self.id),
+        }
+    }
+
+    /// The application event of the release.
+    fn event(&self, now: u64) -> si::EventRecord {
+        use si::event_record::{ChangeDetail, ChangeType, Type};
+        let detail = match self.termination {
+            si::TerminationType::PreemptedByScheduler => ChangeDetail::AllocPreempt,
+            si::TerminationType::Timeout => ChangeDetail::AllocTimeout,
+            si::TerminationType::PlaceholderReplaced => ChangeDetail::AllocReplaced,
+            _ => ChangeDetail::AllocCancel,
+        };
+        event_record(
+            now,
+            Type::App,
+            String::from(&*self.app),
+            String::from(&*self.id),
+            ChangeType::Remove,
+            detail,
+            self.message.to_string(),
+        )
+    }
+}
+
+/// An event as the outbox keeps it: built, or a release's, built by the
+/// dispatcher. The order of the list is the order the RM sees.
+#[derive(Debug, Clone)]
+pub enum PendingEvent {
+    /// A finished record.
+    Record(si::EventRecord),
+    /// The event of a release, at a time.
+    Released(u64, Released),
+}
+
+impl PendingEvent {
+    /// The wire record.
+    pub fn into_record(self) -> si::EventRecord {
+        match self {
+            PendingEvent::Record(r) => r,
+            PendingEvent::Released(at, r) => r.event(at),
+        }
+    }
+}
+
+fn event_record(
+    now: u64,
+    kind: si::event_record::Type,
+    object_id: String,
+    reference_id: String,
+    change: si::event_record::ChangeType,
+    detail: si::event_record::ChangeDetail,
+    message: String,
+) -> si::EventRecord {
+    si::EventRecord {
+        r#type: kind as i32,
+        object_id,
+        message,
+        timestamp_nano: i64::try_from(now).unwrap_or(i64::MAX),
+        event_change_type: change as i32,
+        event_change_detail: detail as i32,
+        reference_id,
+        resource: None,
+    }
+}
+
 /// The allocation results of one flush: the response, and the new allocations
 /// still to be turned into its `new` list (see [`Placed`]).
 #[derive(Debug, Default)]
@@ -68,6 +161,8 @@ pub struct AllocationBatch {
     pub response: si::AllocationResponse,
     /// New allocations, in the order they were made.
     pub placed: Vec<Placed>,
+    /// Releases the core reports (before `response.released` in the wire form).
+    pub released: Vec<Released>,
     /// The partition name without the RM prefix.
     pub partition_name: String,
 }
@@ -79,12 +174,14 @@ pub struct Outbox {
     pub allocation: si::AllocationResponse,
     /// New allocations, turned into `allocation.new` by the dispatcher.
     pub placed: Vec<Placed>,
+    /// Releases, turned into `allocation.released` by the dispatcher.
+    pub released: Vec<Released>,
     /// Application results.
     pub application: si::ApplicationResponse,
     /// Node results.
     pub node: si::NodeResponse,
-    /// Events.
-    pub events: Vec<si::EventRecord>,
+    /// Events, in order.
+    pub events: Vec<PendingEvent>,
     /// Container scheduling states.
     pub states: Vec<si::UpdateContainerSchedulingStateRequest>,
 }
@@ -104,6 +201,7 @@ impl Outbox {
         let a = &self.allocation;
         !(a.new.is_empty()
             && self.placed.is_empty()
+            && self.released.is_empty()
             && a.released.is_empty()
             && a.released_asks.is_empty()
             && a.rejected.is_empty()
@@ -146,15 +244,21 @@ impl Outbox {
         detail: si::event_record::ChangeDetail,
         message: String,
     ) {
-        self.events.push(si::EventRecord {
-            r#type: kind as i32,
-            object_id: object.to_string(),
+        self.events.push(PendingEvent::Record(event_record(
+            now,
+            kind,
+            object.to_string(),
+            reference.to_string(),
+            change,
+            detail,
             message,
-            timestamp_nano: i64::try_from(now).unwrap_or(i64::MAX),
-            event_change_type: change as i32,
-            event_change_detail: detail as i32,
-            reference_id: reference.to_string(),
-            resource: None,
-        });
+        )));
+    }
+
+    /// Records a release for the RM and its event.
+    pub fn release(&mut self, now: u64, release: Released) {
+        self.events
+            .push(PendingEvent::Released(now, release.clone()));
+        self.released.push(release);
     }
 }
