@@ -262,3 +262,68 @@ impl Outbox {
         self.released.push(release);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use si::event_record::{ChangeDetail, ChangeType, Type};
+
+    #[test]
+    fn a_release_keeps_its_place_among_the_events_and_its_wire_form() {
+        let mut out = Outbox::default();
+        out.queue_event(
+            1,
+            "root.a",
+            ChangeType::Add,
+            ChangeDetail::DetailsNone,
+            "first",
+        );
+        out.release(
+            2,
+            Released {
+                app: Arc::from("app-1"),
+                key: Arc::from("key-1"),
+                id: Arc::from("key-1-0"),
+                termination: si::TerminationType::PreemptedByScheduler,
+                message: Cow::Borrowed("preempted"),
+            },
+        );
+        out.queue_event(
+            3,
+            "root.b",
+            ChangeType::Remove,
+            ChangeDetail::DetailsNone,
+            "last",
+        );
+        assert!(out.has_allocation());
+        let records: Vec<si::EventRecord> = out
+            .events
+            .into_iter()
+            .map(PendingEvent::into_record)
+            .collect();
+        let objects: Vec<&str> = records.iter().map(|r| r.object_id.as_str()).collect();
+        assert_eq!(objects, ["root.a", "app-1", "root.b"]);
+        let release = &records[1];
+        assert_eq!(release.r#type, Type::App as i32);
+        assert_eq!(release.reference_id, "key-1-0");
+        assert_eq!(release.event_change_type, ChangeType::Remove as i32);
+        assert_eq!(
+            release.event_change_detail,
+            ChangeDetail::AllocPreempt as i32
+        );
+        assert_eq!(release.message, "preempted");
+        assert_eq!(release.timestamp_nano, 2);
+        let wire = out.released[0].to_wire("default");
+        assert_eq!(
+            wire,
+            si::AllocationRelease {
+                partition_name: "default".to_string(),
+                application_id: "app-1".to_string(),
+                termination_type: si::TerminationType::PreemptedByScheduler as i32,
+                message: "preempted".to_string(),
+                allocation_key: "key-1".to_string(),
+                allocation_id: "key-1-0".to_string(),
+            }
+        );
+    }
+}
