@@ -40,7 +40,6 @@ fn framework_of<'a>(state: &'a serde_json::Value, id: &str) -> Option<&'a serde_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn registers_launches_and_acknowledges_implicitly() {
-    let _turn = one_at_a_time().await;
     for via in VIAS {
         let m = Master::start(Setup::default()).await;
         let mut r = registered(&m, via, framework("d", "r1"), fast_options(), None).await;
@@ -77,7 +76,6 @@ async fn registers_launches_and_acknowledges_implicitly() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn declines_with_filters_revives_and_suppresses() {
-    let _turn = one_at_a_time().await;
     for via in VIAS {
         let m = Master::start(Setup::default()).await;
         let mut r = registered(&m, via, framework("d", "r1"), fast_options(), None).await;
@@ -130,7 +128,6 @@ async fn declines_with_filters_revives_and_suppresses() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kills_reconciles_messages_and_requests() {
-    let _turn = one_at_a_time().await;
     for via in VIAS {
         let m = Master::start(Setup::default()).await;
         let mut r = registered(&m, via, framework("d", "r1"), fast_options(), None).await;
@@ -211,7 +208,6 @@ async fn kills_reconciles_messages_and_requests() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn explicit_acknowledgements_are_sent_only_when_asked() {
-    let _turn = one_at_a_time().await;
     for via in VIAS {
         let m = Master::start(Setup::default()).await;
         let options = DriverOptions {
@@ -245,7 +241,6 @@ async fn explicit_acknowledgements_are_sent_only_when_asked() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acknowledging_with_implicit_acknowledgements_aborts_with_an_error() {
-    let _turn = one_at_a_time().await;
     let m = Master::start(Setup::default()).await;
     let mut r = registered(&m, VIAS[1], framework("d", "r1"), fast_options(), None).await;
     let status = v1::TaskStatus::default();
@@ -261,7 +256,6 @@ async fn acknowledging_with_implicit_acknowledgements_aborts_with_an_error() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stop_with_failover_leaves_the_framework_to_a_new_driver() {
-    let _turn = one_at_a_time().await;
     for via in VIAS {
         let m = Master::start(Setup::default()).await;
         let info = with_failover(framework("d", "r1"), 60.0);
@@ -295,7 +289,6 @@ async fn stop_with_failover_leaves_the_framework_to_a_new_driver() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn abort_stops_callbacks_returns_offers_and_a_later_stop_tears_down() {
-    let _turn = one_at_a_time().await;
     for via in VIAS {
         let m = Master::start(Setup::default()).await;
         let mut r = registered(&m, via, framework("one", "r1"), fast_options(), None).await;
@@ -334,7 +327,6 @@ async fn abort_stops_callbacks_returns_offers_and_a_later_stop_tears_down() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_over_driver_gets_an_error_and_stays_away() {
-    let _turn = one_at_a_time().await;
     for via in VIAS {
         let m = Master::start(Setup::default()).await;
         let info = with_failover(framework("d", "r1"), 60.0);
@@ -371,7 +363,6 @@ async fn a_failed_over_driver_gets_an_error_and_stays_away() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_stream_is_resubscribed_and_the_tasks_are_still_there() {
-    let _turn = one_at_a_time().await;
     for via in VIAS {
         let m = Master::start(Setup::default()).await;
         let info = with_failover(framework("d", "r1"), 60.0);
@@ -411,7 +402,6 @@ async fn a_lost_stream_is_resubscribed_and_the_tasks_are_still_there() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn launching_while_disconnected_answers_task_lost_locally() {
-    let _turn = one_at_a_time().await;
     for via in VIAS {
         let m = Master::start(Setup::default()).await;
         let info = with_failover(framework("d", "r1"), 60.0);
@@ -458,7 +448,6 @@ async fn launching_while_disconnected_answers_task_lost_locally() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn partition_aware_frameworks_get_task_dropped_while_disconnected() {
-    let _turn = one_at_a_time().await;
     let m = Master::start(Setup::default()).await;
     let mut info = with_failover(framework("d", "r1"), 60.0);
     info.capabilities = vec![v1::framework_info::Capability {
@@ -479,7 +468,6 @@ async fn partition_aware_frameworks_get_task_dropped_while_disconnected() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreachable_master_is_retried_until_it_answers() {
-    let _turn = one_at_a_time().await;
     for via in VIAS {
         let m = Master::start(Setup::default()).await;
         let (d, mut cb, link) = driver(&m, via, framework("d", "r1"), fast_options(), None).await;
@@ -498,7 +486,6 @@ async fn an_unreachable_master_is_retried_until_it_answers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_subscription_refused_for_good_aborts_with_an_error() {
-    let _turn = one_at_a_time().await;
     let m = Master::start(Setup {
         token: Some("secret".to_string()),
         ..Setup::default()
@@ -516,7 +503,6 @@ async fn a_subscription_refused_for_good_aborts_with_an_error() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn calls_on_a_driver_that_is_not_running_do_nothing() {
-    let _turn = one_at_a_time().await;
     let m = Master::start(Setup::default()).await;
     let (d, mut cb, _link) = driver(&m, VIAS[1], framework("d", "r1"), fast_options(), None).await;
     let offer = v1::OfferId {
@@ -568,7 +554,6 @@ async fn calls_on_a_driver_that_is_not_running_do_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn callbacks_may_drive_the_driver_and_a_panic_does_not_stop_them() {
-    let _turn = one_at_a_time().await;
     for via in VIAS {
         let m = Master::start(Setup::default()).await;
         let joined = Arc::new(Mutex::new(None));
@@ -603,7 +588,6 @@ async fn callbacks_may_drive_the_driver_and_a_panic_does_not_stop_them() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropping_the_last_handle_closes_the_connection() {
-    let _turn = one_at_a_time().await;
     for via in VIAS {
         let m = Master::start(Setup::default()).await;
         let info = with_failover(framework("d", "r1"), 60.0);
@@ -631,7 +615,6 @@ async fn dropping_the_last_handle_closes_the_connection() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn missed_heartbeats_disconnect_and_the_driver_subscribes_again() {
-    let _turn = one_at_a_time().await;
     // A stand-in master: SUBSCRIBED (heartbeats every 50 ms), three
     // heartbeats, then silence on an open connection.
     let url = support::going_silent(3).await;
@@ -657,7 +640,6 @@ async fn missed_heartbeats_disconnect_and_the_driver_subscribes_again() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn roles_suppressed_from_the_start_get_offers_only_once_revived() {
-    let _turn = one_at_a_time().await;
     for via in VIAS {
         let m = Master::start(Setup::default()).await;
         let options = DriverOptions {

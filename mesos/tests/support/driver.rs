@@ -422,14 +422,3 @@ pub async fn join(d: &MesosSchedulerDriver) -> Status {
         .expect("join returns in time")
         .unwrap()
 }
-
-/// The driver tests take turns. Run in parallel (18 masters with their cores,
-/// agents and drivers on the 2 cores), one of them now and then missed a
-/// callback within its 10 s WAIT (2 or 3 of 6 runs of this test binary,
-/// different tests each time, on main and on the commit before it); alone or
-/// with `--test-threads=1` every run passed. Not root-caused yet (RELIABILITY.md).
-pub async fn one_at_a_time() -> tokio::sync::MutexGuard<'static, ()> {
-    static TURN: std::sync::LazyLock<tokio::sync::Mutex<()>> =
-        std::sync::LazyLock::new(|| tokio::sync::Mutex::new(()));
-    TURN.lock().await
-}
