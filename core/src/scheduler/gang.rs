@@ -349,7 +349,7 @@ impl Partition {
     ) {
         let alloc = &self.allocs[id];
         let (app, key, alloc_id) = (alloc.app, alloc.key.clone(), alloc.id.clone());
-        self.report_release(app, &key, &alloc_id, termination, message, now);
+        self.report_release(app, key, alloc_id, termination, message, now);
     }
 
     /// The RM confirms a release the core asked for: the allocation goes, and

@@ -86,23 +86,23 @@ impl Partition {
     ) {
         let alloc = self.remove_allocation(id, termination);
         let message = message.into();
-        self.report_release(alloc.app, &alloc.key, &alloc.id, termination, message, now);
+        self.report_release(alloc.app, alloc.key, alloc.id, termination, message, now);
     }
 
     /// Tells the RM (and the event stream) that an allocation is released.
     pub(in crate::scheduler) fn report_release(
         &mut self,
         app: AppId,
-        key: &Arc<str>,
-        alloc_id: &Arc<str>,
+        key: Arc<str>,
+        alloc_id: Arc<str>,
         termination: si::TerminationType,
         message: Cow<'static, str>,
         now: u64,
     ) {
         let release = Released {
             app: self.apps[app].id.clone(),
-            key: key.clone(),
-            id: alloc_id.clone(),
+            key,
+            id: alloc_id,
             termination,
             message,
         };
