@@ -50,10 +50,16 @@ async fn registers_launches_and_acknowledges_implicitly() {
             vec![quick_task("t1", &offer), quick_task("t2", &offer)],
         );
         assert_eq!(status, Status::DriverRunning);
-        for t in ["t1", "t2"] {
-            let u = r.callbacks.update_of(t, TaskFinished).await;
-            assert!(u.uuid.is_some(), "{via:?}: agent updates carry a uuid");
+        // Each task's updates come in order, the two tasks' in any order.
+        let mut finished = std::collections::BTreeSet::new();
+        while finished.len() < 2 {
+            let u = r.callbacks.update().await;
+            if u.state() == TaskFinished {
+                assert!(u.uuid.is_some(), "{via:?}: agent updates carry a uuid");
+                finished.insert(u.task_id.value);
+            }
         }
+        assert_eq!(finished, ["t1", "t2"].map(String::from).into());
         // Every update acknowledged: the tasks are completed, none pending.
         let id = r.id.clone();
         state_until(&m, |s| {
@@ -295,6 +301,12 @@ async fn abort_stops_callbacks_returns_offers_and_a_later_stop_tears_down() {
         r.callbacks.offers().await;
         assert_eq!(r.driver.abort(), Status::DriverAborted);
         assert_eq!(join(&r.driver).await, Status::DriverAborted);
+        // The abort's DECLINE and SUPPRESS travel on the driver's call lane
+        // after `join` returned. Declined resources wait for the next
+        // allocation run (as in Mesos) and this master's clock stands
+        // still, so the run that the second framework's SUBSCRIBE starts
+        // must come after the master took them back.
+        metric_until(&m, "master/messages_scheduler_suppress", 1.0).await;
         // What it held goes to another framework.
         let mut other = registered(&m, via, framework("two", "r1"), fast_options(), None).await;
         other.callbacks.offers().await;

@@ -398,6 +398,10 @@ pub async fn registered(
     options: DriverOptions,
     hook: Option<Hook>,
 ) -> Running {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
     let (driver, mut callbacks, link) = self::driver(m, via, info, options, hook).await;
     assert_eq!(driver.start(), Status::DriverRunning);
     let id = callbacks
