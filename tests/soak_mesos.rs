@@ -116,3 +116,152 @@ fn operations_print_and_generate_the_same_list() {
     assert_ne!(a, ops::generate(12, 500));
     assert!(a.iter().all(|op| !op.to_string().is_empty()));
 }
+
+/// Runs an explicit operation list on `seed` and fails on any violation.
+fn holds(seed: u64, ops: &[MesosOp]) {
+    let run = mesos::execute(&options(seed, ops.len()), ops);
+    if let Some(f) = &run.failure {
+        panic!(
+            "seed {seed}: violation at step {} ({:?}):\n  {}",
+            f.step,
+            f.op,
+            f.violations.join("\n  ")
+        );
+    }
+}
+
+use unisched::soak::mesos::ops::{AcceptKind, Refuse};
+
+fn subscribe(fw: u8) -> MesosOp {
+    MesosOp::Subscribe {
+        fw,
+        old_id: false,
+        suppressed: 0,
+    }
+}
+
+fn accept(fw: u8, offer: u32, kind: AcceptKind, tasks: u8, size: u8) -> MesosOp {
+    MesosOp::Accept {
+        fw,
+        offer,
+        kind,
+        tasks,
+        size,
+        plan: 34,
+        refuse: Refuse::Zero,
+    }
+}
+
+/// A provider's disk a framework declined stays filtered when the
+/// provider's stream drops and it subscribes again (its pool node used to
+/// be made anew, without the core's filter on it).
+#[test]
+fn regression_a_declined_provider_disk_stays_filtered_across_its_reconnection() {
+    holds(
+        104,
+        &[
+            subscribe(3),
+            MesosOp::Decline {
+                fw: 3,
+                offer: 28447,
+                all: true,
+                refuse: Refuse::Omitted,
+            },
+            MesosOp::ProviderDrop { p: 0 },
+        ],
+    );
+}
+
+/// A DESTROY_DISK the provider finished while disconnected is listed as
+/// finished in its next UPDATE_STATE, whose resources already hold the
+/// RAW disk it gave back: the master used to convert it a second time
+/// (the agent's total grew by the volume).
+#[test]
+fn regression_an_operation_listed_finished_in_update_state_converts_once() {
+    holds(
+        138,
+        &[
+            subscribe(3),
+            MesosOp::AgentRemove { agent: 24699 },
+            accept(3, 32561, AcceptKind::DestroyDisk, 2, 3),
+            MesosOp::AgentReturn { host: 30498 },
+            subscribe(0),
+            accept(3, 35184, AcceptKind::CreateDisk, 1, 1),
+            MesosOp::ProviderAnswer {
+                p: 1,
+                pick: 44733,
+                outcome: 2,
+            },
+            accept(0, 42496, AcceptKind::DestroyDisk, 3, 1),
+            MesosOp::ProviderDrop { p: 1 },
+            MesosOp::ProviderAnswer {
+                p: 1,
+                pick: 12873,
+                outcome: 3,
+            },
+        ],
+    );
+}
+
+/// What a pending CREATE_DISK takes of a provider's RAW disk is neither
+/// free nor offered until the provider answers: the core used to lease it
+/// again (its allocations above the master's offers and tasks).
+#[test]
+fn regression_a_pending_disk_operation_holds_its_resources() {
+    for seed in [1, 2, 3, 4, 5] {
+        holds(
+            seed,
+            &[
+                subscribe(3),
+                accept(3, 1, AcceptKind::CreateDisk, 1, 1),
+                MesosOp::Advance { secs: 2 },
+                accept(3, 2, AcceptKind::CreateDisk, 1, 2),
+                MesosOp::Advance { secs: 2 },
+            ],
+        );
+    }
+}
+
+/// An operation without an id asks for no feedback: when its provider's
+/// stream drops it must not reach the framework as OPERATION_UNREACHABLE
+/// (it used to, with an empty operation id).
+#[test]
+fn regression_an_operation_without_an_id_gets_no_status() {
+    for seed in [1, 2, 3, 4, 5] {
+        // Offer pick 5: a multiple of 5, so the operation has no id.
+        holds(
+            seed,
+            &[
+                subscribe(3),
+                accept(3, 5, AcceptKind::CreateDisk, 1, 1),
+                MesosOp::ProviderDrop { p: 0 },
+                MesosOp::ProviderDrop { p: 1 },
+                MesosOp::Advance { secs: 2 },
+            ],
+        );
+    }
+}
+
+/// The provider side runs in the soak: a few seeds subscribe providers,
+/// make disk operations and see their statuses acknowledged.
+#[test]
+fn mesos_seeds_exercise_resource_providers() {
+    let mut total = mesos::MesosCounts::default();
+    for seed in [1, 2, 3] {
+        let report = mesos::run_seed(&options(seed, 600), None, false);
+        assert!(
+            report.execution.failure.is_none(),
+            "seed {seed}: {:?}",
+            report.execution.failure
+        );
+        total.add(&report.execution.counts);
+    }
+    assert!(
+        total.provider_subscriptions > 0 && total.provider_updates > 0,
+        "{total:?}"
+    );
+    assert!(
+        total.operations > 0 && total.operation_statuses > 0 && total.operation_acks > 0,
+        "{total:?}"
+    );
+}

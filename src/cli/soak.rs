@@ -224,6 +224,17 @@ fn run_mesos(args: &SoakArgs, only: Option<&[usize]>) -> ExitCode {
         t.removals,
         t.agent_changes
     );
+    println!(
+        "  providers: subscriptions {}, drops {}, UPDATE_STATE {}; disk operations {} ({} dropped at a stale version), statuses {} ({} lost on the way), acknowledged by frameworks {}",
+        t.provider_subscriptions,
+        t.provider_drops,
+        t.provider_updates,
+        t.operations,
+        t.operations_dropped,
+        t.operation_statuses,
+        t.operation_statuses_lost,
+        t.operation_acks
+    );
     if failed == 0 {
         ExitCode::SUCCESS
     } else {

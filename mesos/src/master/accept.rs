@@ -366,7 +366,13 @@ impl Master {
                     match checked.and_then(|()| {
                         self.apply_provider_operation(framework, &agent_id, op, &consumed)
                     }) {
-                        Ok(()) => remaining.subtract(&consumed),
+                        Ok(()) => {
+                            remaining.subtract(&consumed);
+                            // Held by the operation from now on: occupied on
+                            // the provider's pool node before the lease goes
+                            // (the core never sees it free in between).
+                            self.sync_pools(&agent_id);
+                        }
                         Err(message) => self.drop_operation(framework, op, &message),
                     }
                 }

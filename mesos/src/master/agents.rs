@@ -62,6 +62,15 @@ impl Master {
                 &format!("Agent {id} removed: {why}"),
             );
         }
+        let local: Vec<String> = self
+            .providers
+            .iter()
+            .filter(|(_, p)| p.agent == id && !p.external)
+            .map(|(p, _)| p.clone())
+            .collect();
+        for p in local {
+            self.provider_gone(&p, &format!("agent {id} removed: {why}"));
+        }
         self.drop_pools(id);
         let agent = self.agents.remove(id).expect("agent exists");
         agent.backend.stop();

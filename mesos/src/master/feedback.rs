@@ -165,6 +165,11 @@ impl Master {
         };
         op.statuses.push(status.clone());
         let framework = op.framework.clone();
+        if op.id.is_empty() || !self.frameworks.contains_key(&framework) {
+            // No operation id (no feedback asked for) or its framework was
+            // removed: recorded, sent to nobody.
+            return;
+        }
         let connected = self
             .frameworks
             .get(&framework)
@@ -362,9 +367,15 @@ impl Master {
         );
     }
 
-    /// Forgets the operations of a framework that is removed.
+    /// Forgets the operations of a framework that is removed, but for those
+    /// a resource provider is still applying: their resources are in the
+    /// provider's hands, so the master follows them to their end (converting
+    /// what a FINISHED converts, acknowledging the provider itself) and only
+    /// then forgets them.
     pub(super) fn forget_operations(&mut self, framework: &str) {
-        self.operations.retain(|_, o| o.framework != framework);
+        self.operations.retain(|_, o| {
+            o.framework != framework || (o.provider.is_some() && !o.state().is_terminal())
+        });
         self.operation_ids.retain(|(f, _), _| f != framework);
     }
 }

@@ -82,6 +82,9 @@ pub struct PoolNode {
     pub node: String,
     /// Its capacity (scalars in core units).
     pub capacity: si::Resource,
+    /// What the provider's pending operations hold of it (occupied in the
+    /// core, so that no offer holds it; empty for the agent's own pools).
+    pub held: si::Resource,
 }
 
 impl Master {
@@ -90,6 +93,26 @@ impl Master {
     /// of reservations kept for their role's queue subtree.
     pub(super) fn sync_pools(&mut self, agent_id: &str) {
         let partition = self.core.partition.clone();
+        // What pending operations of the agent's providers hold, by pool:
+        // in the agent's total, but neither free nor offered until they end.
+        let mut held_by_ops: BTreeMap<PoolKey, Resources> = BTreeMap::new();
+        for op in self.operations.values() {
+            if op.agent != agent_id || op.provider.is_none() || op.consumed.is_empty() {
+                continue;
+            }
+            for (key, part) in split(&op.consumed) {
+                held_by_ops.entry(key).or_default().add(&part);
+            }
+        }
+        // A provider's pool stands while the master knows the provider, even
+        // empty (its stream closed): the core keeps the decline filters on
+        // that node, so the provider coming back does not lift them.
+        let providers: Vec<String> = self
+            .providers
+            .iter()
+            .filter(|(_, p)| p.agent == agent_id)
+            .map(|(id, _)| id.clone())
+            .collect();
         let Some(agent) = self.agents.get_mut(agent_id) else {
             return;
         };
@@ -100,6 +123,14 @@ impl Master {
             .collect();
         // The unreserved pool stands even when empty, as the agent's node.
         wanted.entry(PoolKey::default()).or_default();
+        for provider in providers {
+            wanted
+                .entry(PoolKey {
+                    provider: Some(provider),
+                    role: None,
+                })
+                .or_default();
+        }
         let hostname = agent.info.hostname.clone();
         let occupied = (!agent.occupied.is_empty()).then(|| to_core(agent.occupied.iter()));
         let mut changes = Vec::new();
@@ -121,14 +152,22 @@ impl Master {
             }
         }
         for (key, capacity) in wanted {
+            let held = held_by_ops
+                .get(&key)
+                .filter(|_| key.provider.is_some())
+                .map(|r| to_core(r.iter()))
+                .unwrap_or_default();
             match agent.pools.get_mut(&key) {
-                Some(pool) if pool.capacity == capacity => {}
+                Some(pool) if pool.capacity == capacity && pool.held == held => {}
                 Some(pool) => {
+                    let held_changed = pool.held != held;
                     pool.capacity = capacity.clone();
+                    pool.held = held.clone();
                     changes.push(si::NodeInfo {
                         node_id: pool.node.clone(),
                         action: si::node_info::ActionFromRm::Update as i32,
                         schedulable_resource: Some(capacity),
+                        occupied_resource: held_changed.then_some(held),
                         ..Default::default()
                     });
                 }
@@ -162,12 +201,23 @@ impl Master {
                         action: si::node_info::ActionFromRm::Create as i32,
                         attributes,
                         schedulable_resource: Some(capacity.clone()),
-                        occupied_resource: if is_default { occupied.clone() } else { None },
+                        occupied_resource: if is_default {
+                            occupied.clone()
+                        } else {
+                            (!held.resources.is_empty()).then(|| held.clone())
+                        },
                         ..Default::default()
                     });
                     self.nodes
                         .insert(node.clone(), (agent_id.to_string(), key.clone()));
-                    agent.pools.insert(key, PoolNode { node, capacity });
+                    agent.pools.insert(
+                        key,
+                        PoolNode {
+                            node,
+                            capacity,
+                            held,
+                        },
+                    );
                 }
             }
         }

@@ -362,7 +362,9 @@ impl Master {
                     .get(&uuid)
                     .is_some_and(|op| !op.state().is_terminal())
                 {
-                    self.provider_operation_status(
+                    // The resources of this UPDATE_STATE already hold what
+                    // the operation converted: only its state changes.
+                    self.operation_status_from(
                         id,
                         call::UpdateOperationStatus {
                             framework_id: o.framework_id.clone(),
@@ -370,6 +372,7 @@ impl Master {
                             latest_status: Some(latest.clone()),
                             operation_uuid: o.uuid.clone(),
                         },
+                        false,
                     );
                 }
             }
@@ -484,6 +487,18 @@ impl Master {
 
     /// UPDATE_OPERATION_STATUS from a provider.
     fn provider_operation_status(&mut self, id: &str, update: call::UpdateOperationStatus) {
+        self.operation_status_from(id, update, true);
+    }
+
+    /// A provider's status of an operation; a FINISHED one converts the
+    /// resources it consumed when `convert` (not when the provider's
+    /// UPDATE_STATE listed it: its resources are already the converted ones).
+    fn operation_status_from(
+        &mut self,
+        id: &str,
+        update: call::UpdateOperationStatus,
+        convert: bool,
+    ) {
         let uuid = uuid_of(&update.operation_uuid);
         let status_uuid = update.status.uuid.as_ref().map(uuid_of);
         let Some(op) = self.operations.get(&uuid) else {
@@ -515,7 +530,7 @@ impl Master {
             self.count_operation(kind, state);
             let consumed = self.operations[&uuid].consumed.clone();
             let converted = Resources::from_vec(update.status.converted_resources.clone());
-            if state == v1::OperationState::OperationFinished {
+            if convert && state == v1::OperationState::OperationFinished {
                 if let Some(p) = self.providers.get_mut(id) {
                     p.resources.subtract(&consumed);
                     p.resources.add(&converted.unallocated());
@@ -531,7 +546,11 @@ impl Master {
             self.sync_pools(&agent);
             self.core.offers(vec![OfferChange::Allocate]);
         }
-        if has_id {
+        // An operation whose framework was removed is the master's alone.
+        let orphan = !self
+            .frameworks
+            .contains_key(&self.operations[&uuid].framework);
+        if has_id && !orphan {
             self.operation_update_with(
                 &uuid,
                 state,
@@ -631,6 +650,49 @@ impl Master {
             v1::task_status::Reason::ContainerLaunchFailed,
             &message,
         );
+    }
+
+    /// A local provider whose agent was removed goes with it: its stream
+    /// ends, its pending operations become OPERATION_GONE_BY_OPERATOR (as
+    /// upstream's operations on an agent that is gone); launches waiting for
+    /// a publication are forgotten (their tasks are lost with the agent,
+    /// which the caller does first, with its offers and pools).
+    pub(super) fn provider_gone(&mut self, id: &str, why: &str) {
+        let Some(p) = self.providers.remove(id) else {
+            return;
+        };
+        tracing::info!(provider = %id, agent = %p.agent, "resource provider removed with its agent");
+        let pending: Vec<Vec<u8>> = self
+            .operations
+            .values()
+            .filter(|o| o.provider.as_deref() == Some(id))
+            .filter(|o| !o.state().is_terminal())
+            .map(|o| o.uuid.clone())
+            .collect();
+        for uuid in pending {
+            self.count_operation(
+                self.operations[&uuid].info.r#type(),
+                v1::OperationState::OperationGoneByOperator,
+            );
+            if let Some(o) = self.operations.get_mut(&uuid) {
+                o.consumed = Resources::default();
+            }
+            let orphan = !self
+                .frameworks
+                .contains_key(&self.operations[&uuid].framework);
+            if self.operations[&uuid].id.is_empty() || orphan {
+                self.operations.remove(&uuid);
+                continue;
+            }
+            self.operation_update(
+                &uuid,
+                v1::OperationState::OperationGoneByOperator,
+                Some(format!("Resource provider {id} is gone: {why}")),
+                Vec::new(),
+            );
+        }
+        // Launches waiting for it were on its agent: lost with the agent.
+        self.publishes.retain(|_, pp| pp.provider != id);
     }
 
     /// The stream of a provider closed: its resources leave the offers and

@@ -19,6 +19,10 @@
 //!   offers and the tasks holding resources there (the model's, and the
 //!   master's), and its nodes' capacity equals the agent's total.
 //! - M8 the core's own invariants (`soak::check::invariants`).
+//! - M9 providers: an agent's total is its own resources and those its
+//!   subscribed providers last reported; an operation status a connected
+//!   framework has not acknowledged is sent again within the retry cap
+//!   (more provider checks in `providers.rs` and `frameworks.rs`).
 //! - Heartbeats every 15 s, FAILURE to every connected framework when an
 //!   agent goes, SUBSCRIBED after every SUBSCRIBE, and the updates without
 //!   a uuid the step's calls called for.
@@ -248,6 +252,20 @@ impl MesosSim {
                     ));
                 }
             }
+            if f.connected() {
+                for (id, o) in &f.operations {
+                    if o.acked < o.received.len() {
+                        let waited = now.saturating_sub(o.last_sent) / 1_000_000_000;
+                        if waited > RETRY_CAP_SECS {
+                            v.push(format!(
+                                "{}: operation {id}: status {} unacknowledged and not sent again for {waited} s",
+                                f.who(),
+                                o.received[o.acked].0.as_str_name()
+                            ));
+                        }
+                    }
+                }
+            }
         }
     }
 
@@ -312,9 +330,28 @@ impl MesosSim {
             add(core_alloc.entry(agent.clone()).or_default(), &n.allocated);
             add(core_cap.entry(agent).or_default(), &n.capacity);
         }
+        // Each agent's total: its own resources and its subscribed
+        // providers' as they last reported them.
+        let mut expected_total: BTreeMap<&str, BTreeMap<String, i64>> = BTreeMap::new();
+        for (id, a) in &self.agents.live {
+            let (own, _) = super::agents::resources_of(self.agents.hosts[a.host].size);
+            let mut r = Resources::parse(own).unwrap_or_default();
+            for p in &self.providers.slots {
+                if p.agent.as_deref() == Some(id.as_str()) && p.reported > 0.0 {
+                    r.add(&Resources::parse(&format!("disk:{}", p.reported)).unwrap_or_default());
+                }
+            }
+            expected_total.insert(id.as_str(), core_scalars(&r));
+        }
         let none = BTreeMap::new();
         for (id, s) in &slaves {
             let total = state_scalars(&s["resources"]);
+            let want = expected_total.get(id.as_str()).unwrap_or(&none);
+            if !same(want, &total) {
+                v.push(format!(
+                    "agent {id}: its total is {total:?}, its own resources and its providers' {want:?}"
+                ));
+            }
             let used = state_scalars(&s["used_resources"]);
             let offered = state_scalars(&s["offered_resources"]);
             let mut both = used.clone();

@@ -24,9 +24,9 @@ use tokio::sync::mpsc;
 use unisched_mesos::master::units::to_core;
 use unisched_mesos::resources::Resources;
 use unisched_mesos::v1;
-use unisched_mesos::v1::TaskState;
 use unisched_mesos::v1::scheduler::{Event, event};
 use unisched_mesos::v1::task_status::Reason;
+use unisched_mesos::v1::{OperationState, TaskState};
 
 use super::ops::Refuse;
 
@@ -258,6 +258,42 @@ pub struct PendingAck {
     pub uuid: Vec<u8>,
 }
 
+/// An operation on a resource provider's disk the framework asked for
+/// with an operation id (operation feedback).
+#[derive(Debug, Clone)]
+pub struct FwOperation {
+    /// Its agent.
+    pub agent: String,
+    /// The provider applying it.
+    pub provider: String,
+    /// The provider's statuses of it, in the order sent: (state, uuid).
+    pub emitted: Vec<(OperationState, Vec<u8>)>,
+    /// States the master may report with a uuid of its own (the provider's
+    /// answer to a reconciliation carries none).
+    pub unstamped: Vec<OperationState>,
+    /// Statuses with a uuid received, each once, in order of first arrival.
+    pub received: Vec<(OperationState, Vec<u8>)>,
+    /// How many of `received` were acknowledged (always the oldest).
+    pub acked: usize,
+    /// Clock ns of the last arrival (or of the connection, when later).
+    pub last_sent: u64,
+}
+
+impl FwOperation {
+    /// The first terminal state received.
+    pub fn terminal(&self) -> Option<OperationState> {
+        self.received
+            .iter()
+            .map(|(s, _)| *s)
+            .find(|s| s.is_terminal())
+    }
+
+    /// Its terminal status was acknowledged: the master forgot it.
+    pub fn done(&self) -> bool {
+        self.terminal().is_some() && self.acked == self.received.len()
+    }
+}
+
 /// A uuid-less update (task, state, reason).
 pub type Plain = (String, TaskState, Option<Reason>);
 
@@ -310,6 +346,14 @@ pub struct Fw {
     pub updates_seen: u64,
     /// Acknowledgements it decided not to send.
     pub acks_lost: u64,
+    /// Provider operations it asked for with an id, by id.
+    pub operations: BTreeMap<String, FwOperation>,
+    /// Next operation number.
+    pub next_operation: u64,
+    /// Operation status acknowledgements still to send (`task`: operation id).
+    pub op_acks: Vec<PendingAck>,
+    /// Operation statuses received with a uuid (retries included).
+    pub op_statuses_seen: u64,
 }
 
 /// True for a terminal task state.
@@ -422,6 +466,10 @@ impl Fw {
             next_task: 0,
             updates_seen: 0,
             acks_lost: 0,
+            operations: BTreeMap::new(),
+            next_operation: 0,
+            op_acks: Vec::new(),
+            op_statuses_seen: 0,
         }
     }
 
@@ -451,6 +499,7 @@ impl Fw {
         self.offers.clear();
         self.filters.clear();
         self.acks.clear();
+        self.op_acks.clear();
         let deadline = now + self.spec.failover_secs * 1_000_000_000;
         self.conn = if self.spec.failover_secs == 0 {
             Conn::Removed
@@ -486,6 +535,9 @@ impl Fw {
                 for t in self.tasks.values_mut() {
                     t.last_sent = t.last_sent.max(cx.now);
                 }
+                for o in self.operations.values_mut() {
+                    o.last_sent = o.last_sent.max(cx.now);
+                }
             }
             event::Type::Error => {
                 let message = e.error.map(|x| x.message).unwrap_or_default();
@@ -519,7 +571,13 @@ impl Fw {
                     }
                 }
             }
-            event::Type::UpdateOperationStatus => {}
+            event::Type::UpdateOperationStatus => {
+                let status = e
+                    .update_operation_status
+                    .map(|u| u.status)
+                    .unwrap_or_default();
+                self.on_operation_status(status, cx, &mut v);
+            }
             other => v.push(format!("{who}: unexpected {} event", other.as_str_name())),
         }
         v
@@ -682,22 +740,145 @@ impl Fw {
         self.decide_ack(&task_id, uuid, cx);
     }
 
-    /// Whether (and when) the framework acknowledges an update it got.
-    fn decide_ack(&mut self, task: &str, uuid: Vec<u8>, cx: &Context<'_>) {
-        let attempt = self.updates_seen;
-        let due = match self.spec.ack {
+    /// An UPDATE_OPERATION_STATUS: the checks of task updates, for the
+    /// statuses of an operation (its provider's in the order it sent them,
+    /// one in flight, retries the same, nothing after a terminal state).
+    fn on_operation_status(
+        &mut self,
+        status: v1::OperationStatus,
+        cx: &Context<'_>,
+        v: &mut Vec<String>,
+    ) {
+        let who = self.who();
+        let id = status
+            .operation_id
+            .as_ref()
+            .map(|o| o.value.clone())
+            .unwrap_or_default();
+        let state = status.state();
+        let Some(uuid) = status.uuid.as_ref().map(|u| u.value.clone()) else {
+            v.push(format!(
+                "{who}: operation {id}: {} without a uuid, asked for by no call",
+                state.as_str_name()
+            ));
+            return;
+        };
+        self.op_statuses_seen += 1;
+        let Some(o) = self.operations.get_mut(&id) else {
+            v.push(format!(
+                "{who}: status {} of operation {id} it never asked for",
+                state.as_str_name()
+            ));
+            return;
+        };
+        if let Some(i) = o.received.iter().position(|(_, u)| *u == uuid) {
+            if i < o.acked {
+                v.push(format!(
+                    "{who}: operation {id}: acknowledged status {} sent again",
+                    state.as_str_name()
+                ));
+            } else if i + 1 != o.received.len() {
+                v.push(format!(
+                    "{who}: operation {id}: an older status retried after a newer one"
+                ));
+            }
+            if o.received[i].0 != state {
+                v.push(format!(
+                    "{who}: operation {id}: a retry carries {} instead of {}",
+                    state.as_str_name(),
+                    o.received[i].0.as_str_name()
+                ));
+            }
+        } else {
+            if o.acked < o.received.len() {
+                v.push(format!(
+                    "{who}: operation {id}: status {} sent while {} is not acknowledged",
+                    state.as_str_name(),
+                    o.received[o.acked].0.as_str_name()
+                ));
+            }
+            if let Some(end) = o.terminal() {
+                v.push(format!(
+                    "{who}: operation {id}: status {} after its terminal {}",
+                    state.as_str_name(),
+                    end.as_str_name()
+                ));
+            }
+            match o.emitted.iter().position(|(_, u)| *u == uuid) {
+                Some(k) => {
+                    let before = o
+                        .received
+                        .iter()
+                        .filter(|(_, u)| o.emitted.iter().any(|(_, e)| e == u))
+                        .count();
+                    if k < before {
+                        v.push(format!(
+                            "{who}: operation {id}: provider status #{k} ({}) arrived after #{before}",
+                            state.as_str_name()
+                        ));
+                    }
+                    if o.emitted[k].0 != state {
+                        v.push(format!(
+                            "{who}: operation {id}: the provider sent {}, the framework got {}",
+                            o.emitted[k].0.as_str_name(),
+                            state.as_str_name()
+                        ));
+                    }
+                }
+                None => {
+                    // The master's own: its provider went away (UNREACHABLE,
+                    // or GONE_BY_OPERATOR with its agent), or a reconciliation
+                    // answer the provider sent without a uuid.
+                    let own = matches!(
+                        state,
+                        OperationState::OperationUnreachable
+                            | OperationState::OperationGoneByOperator
+                    );
+                    if !own && !o.unstamped.contains(&state) {
+                        v.push(format!(
+                            "{who}: operation {id}: the master sent {} its provider never did",
+                            state.as_str_name()
+                        ));
+                    }
+                }
+            }
+            o.received.push((state, uuid.clone()));
+        }
+        o.last_sent = cx.now;
+        let attempt = self.op_statuses_seen;
+        match self.ack_due(&uuid, attempt, cx) {
+            Some(due) if !self.op_acks.iter().any(|a| a.uuid == uuid) => {
+                self.op_acks.push(PendingAck {
+                    due,
+                    task: id,
+                    uuid,
+                })
+            }
+            Some(_) => {}
+            None => self.acks_lost += 1,
+        }
+    }
+
+    /// When the framework acknowledges an update it got (`None`: never).
+    fn ack_due(&self, uuid: &[u8], attempt: u64, cx: &Context<'_>) -> Option<usize> {
+        match self.spec.ack {
             AckPolicy::Immediate => Some(cx.step),
             AckPolicy::Late(k) => Some(cx.step + k as usize),
             AckPolicy::Deaf => None,
             AckPolicy::Lossy => {
-                match mix(cx.seed, &[hash_bytes(&uuid), attempt, u64::from(self.slot)]) % 10 {
+                match mix(cx.seed, &[hash_bytes(uuid), attempt, u64::from(self.slot)]) % 10 {
                     0..=2 => None,
                     3..=4 => Some(cx.step + 1 + (attempt % 3) as usize),
                     _ => Some(cx.step),
                 }
             }
-        };
-        match due {
+        }
+    }
+
+    /// Whether (and when) the framework acknowledges an update it got.
+    fn decide_ack(&mut self, task: &str, uuid: Vec<u8>, cx: &Context<'_>) {
+        let attempt = self.updates_seen;
+        match self.ack_due(&uuid, attempt, cx) {
             Some(due) if !self.acks.iter().any(|a| a.uuid == uuid) => self.acks.push(PendingAck {
                 due,
                 task: task.to_string(),

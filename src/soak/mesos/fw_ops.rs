@@ -21,7 +21,9 @@ use super::STREAM_CAPACITY;
 use super::agents::{PLAN_LABEL, Plan};
 use super::frameworks::{Conn, Filter, Fw, FwTask, by_pool, core_scalars, filters_of, refuse_secs};
 use super::ops::{AcceptKind, Refuse};
+use super::providers::kind_of;
 use super::sim::MesosSim;
+use unisched_mesos::v1::resource::disk_info::source::Type as Kind;
 
 /// Removed frameworks the master remembers (and refuses the ids of).
 const REMOVED_KEPT: usize = 50;
@@ -161,6 +163,7 @@ impl MesosSim {
         f.offers.clear();
         f.filters.clear();
         f.acks.clear();
+        f.op_acks.clear();
         f.suppressed = suppressed.into_iter().collect();
         self.counts.subscriptions += 1;
         Vec::new()
@@ -329,7 +332,28 @@ impl MesosSim {
         if !f.connected() || f.offers.is_empty() || f.live_tasks().count() >= MAX_TASKS {
             return Vec::new();
         }
-        let ids: Vec<&String> = f.offers.keys().collect();
+        // A disk operation takes an offer holding a provider's disk of the
+        // kind it works on, when the framework has one.
+        let disk_kind = match kind {
+            AcceptKind::CreateDisk => Some(Kind::Raw),
+            AcceptKind::DestroyDisk => Some(Kind::Mount),
+            _ => None,
+        };
+        let with_disk: Vec<&String> = f
+            .offers
+            .iter()
+            .filter(|(_, h)| {
+                h.resources
+                    .iter()
+                    .any(|r| r.provider_id.is_some() && kind_of(r) == disk_kind)
+            })
+            .map(|(id, _)| id)
+            .collect();
+        let ids: Vec<&String> = if with_disk.is_empty() {
+            f.offers.keys().collect()
+        } else {
+            with_disk
+        };
         let first = ids[pick as usize % ids.len()].clone();
         let o = f.offers[&first].clone();
         let same_agent = |role_same: bool| {
@@ -395,10 +419,51 @@ impl MesosSim {
         let aware = f.spec.partition_aware;
         let role = o.role.clone();
         let agent = o.agent.clone();
+        // A CREATE_DISK or DESTROY_DISK on a provider's disk in the offer
+        // (with an operation id most of the time), before the tasks.
+        let mut budget = remaining.clone();
+        let mut disk_op: Option<(v1::offer::Operation, Option<String>, String)> = None;
+        if let Some(want) = disk_kind {
+            let found = o
+                .resources
+                .iter()
+                .find(|r| r.provider_id.is_some() && kind_of(r) == Some(want))
+                .cloned();
+            if let Some(mut source) = found {
+                let provider = source
+                    .provider_id
+                    .as_ref()
+                    .map(|p| p.value.clone())
+                    .unwrap_or_default();
+                let op_id = (!pick.is_multiple_of(5))
+                    .then(|| format!("o{}.{}.{}", slot, f.incarnation, f.next_operation));
+                let mut op = v1::offer::Operation {
+                    id: op_id.clone().map(|value| v1::OperationId { value }),
+                    ..Default::default()
+                };
+                if kind == AcceptKind::CreateDisk {
+                    let whole = source.scalar.as_ref().map_or(0.0, |x| x.value);
+                    let part = (64.0 * f64::from(1 + size % 4)).min(whole);
+                    source.scalar = Some(v1::value::Scalar { value: part });
+                    op.r#type = Some(v1::offer::operation::Type::CreateDisk as i32);
+                    op.create_disk = Some(v1::offer::operation::CreateDisk {
+                        source: Box::new(source.clone()),
+                        target_type: Kind::Mount as i32,
+                        target_profile: None,
+                    });
+                } else {
+                    op.r#type = Some(v1::offer::operation::Type::DestroyDisk as i32);
+                    op.destroy_disk = Some(v1::offer::operation::DestroyDisk {
+                        source: Box::new(source.clone()),
+                    });
+                }
+                budget.subtract(&Resources::from_vec(vec![source]).unallocated());
+                disk_op = Some((op, op_id, provider));
+            }
+        }
         // The tasks, and what the master is to make of each.
         let mut infos = Vec::new();
         let mut planned: Vec<(String, Result<Resources, ()>, Option<String>)> = Vec::new();
-        let mut budget = remaining.clone();
         let live: Vec<String> = f.live_tasks().map(|(id, _)| id.clone()).collect();
         let mut next = f.next_task;
         let mut executors = f.executors.clone();
@@ -475,11 +540,11 @@ impl MesosSim {
                 .iter()
                 .map(|v| v1::OfferId { value: v.clone() })
                 .collect(),
-            operations: if infos.is_empty() {
-                Vec::new()
-            } else {
-                vec![launch_op(infos)]
-            },
+            operations: disk_op
+                .iter()
+                .map(|(op, _, _)| op.clone())
+                .chain((!infos.is_empty()).then(|| launch_op(infos)))
+                .collect(),
             filters: filters_of(refuse),
         });
         let r = self.send_call(i, c);
@@ -533,6 +598,13 @@ impl MesosSim {
                         .push((id, TaskState::TaskError, Some(Reason::TaskInvalid)));
                     self.counts.task_errors += 1;
                 }
+            }
+        }
+        if let Some((_, op_id, provider)) = disk_op {
+            self.counts.operations += 1;
+            self.fws[i].next_operation += 1;
+            if let Some(op_id) = op_id {
+                self.note_operation(i, &op_id, &agent, &provider);
             }
         }
         self.set_filters(i, &role, &agent, &budget, refuse);
@@ -759,6 +831,18 @@ impl MesosSim {
             .collect();
         for (task, uuid) in due {
             self.acknowledge(i, &task, uuid, &mut v);
+        }
+        let due: Vec<(String, Vec<u8>)> = self.fws[i]
+            .operations
+            .iter()
+            .filter_map(|(id, o)| {
+                o.received
+                    .get(o.acked)
+                    .map(|(_, u)| (id.clone(), u.clone()))
+            })
+            .collect();
+        for (op, uuid) in due {
+            self.acknowledge_operation(i, &op, uuid, &mut v);
         }
         v
     }

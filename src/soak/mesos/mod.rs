@@ -24,9 +24,12 @@
 //! stream, and tear down; agents that join, leave (tasks lost) and come
 //! back; tasks that finish, fail, fail at start, or take their time dying;
 //! virtual time jumps past failover timeouts, offer timeouts and the status
-//! retry cap. Resource providers are not simulated yet (their calls are
-//! fuzzed, `fuzz/fuzz_targets/mesos_provider_calls.rs`, and tested over
-//! HTTP, `mesos/tests/providers.rs`).
+//! retry cap; resource providers on the agents that subscribe, drop their
+//! stream and come back with their id, change their resource version, stop
+//! reading, answer operations late, fail them or lose their statuses, and
+//! go with their agent; frameworks that CREATE_DISK and DESTROY_DISK on
+//! their disks with operation feedback and acknowledge those statuses by
+//! their policy ([`providers`]).
 //!
 //! Determinism: the master's ids come from the seed (`Settings::id_seed`),
 //! the simulation's maps are ordered, and nothing acts while the core and
@@ -39,6 +42,7 @@ pub mod checks;
 pub mod frameworks;
 pub mod fw_ops;
 pub mod ops;
+pub mod providers;
 pub mod sim;
 pub mod world;
 

@@ -49,6 +49,11 @@ pub enum AcceptKind {
     Empty,
     /// A task with its own executor (the executor's resources count once).
     WithExecutor,
+    /// CREATE_DISK of part of a resource provider's RAW disk in the offer
+    /// into a MOUNT disk (a valid accept otherwise).
+    CreateDisk,
+    /// DESTROY_DISK of a provider's MOUNT disk in the offer.
+    DestroyDisk,
 }
 
 /// One step of the simulation.
@@ -178,6 +183,46 @@ pub enum MesosOp {
         /// Failed rather than finished.
         failed: bool,
     },
+    /// A resource provider subscribes on an agent: a new one in the slot
+    /// (on the pick-th live agent), or the slot's provider again with its id.
+    ProviderSubscribe {
+        /// Provider slot.
+        p: u8,
+        /// Which live agent, for a new provider.
+        agent: u32,
+    },
+    /// A provider's stream closes.
+    ProviderDrop {
+        /// Provider slot.
+        p: u8,
+    },
+    /// A provider's RAW disk grows or shrinks: UPDATE_STATE with a new
+    /// resource version.
+    ProviderChange {
+        /// Provider slot.
+        p: u8,
+        /// Grows rather than shrinks.
+        grow: bool,
+        /// By how much (steps of 32).
+        amount: u8,
+    },
+    /// A provider answers one operation it is applying (and sends again the
+    /// statuses it has not seen acknowledged).
+    ProviderAnswer {
+        /// Provider slot.
+        p: u8,
+        /// Which pending operation.
+        pick: u32,
+        /// 0-5 finished, 6-7 failed, 8-9 finished with the status lost.
+        outcome: u8,
+    },
+    /// A provider stops reading its events for some steps.
+    ProviderPause {
+        /// Provider slot.
+        p: u8,
+        /// Steps.
+        steps: u8,
+    },
     /// Virtual time passes, one second at a time.
     Advance {
         /// Seconds.
@@ -225,6 +270,8 @@ fn accept_kind(rng: &mut Rng) -> AcceptKind {
         25 => DuplicateId,
         26 => Empty,
         27 | 28 => WithExecutor,
+        29..=32 => CreateDisk,
+        33 | 34 => DestroyDisk,
         _ => Valid,
     }
 }
@@ -291,6 +338,27 @@ fn one(rng: &mut Rng) -> MesosOp {
             task: pick(rng),
             failed: rng.chance(0.3),
         },
+        760..=774 => MesosOp::ProviderSubscribe {
+            p: rng.below(u64::from(super::providers::PROVIDERS)) as u8,
+            agent: pick(rng),
+        },
+        775..=782 => MesosOp::ProviderDrop {
+            p: rng.below(u64::from(super::providers::PROVIDERS)) as u8,
+        },
+        783..=792 => MesosOp::ProviderChange {
+            p: rng.below(u64::from(super::providers::PROVIDERS)) as u8,
+            grow: rng.chance(0.5),
+            amount: 1 + rng.below(8) as u8,
+        },
+        793..=822 => MesosOp::ProviderAnswer {
+            p: rng.below(u64::from(super::providers::PROVIDERS)) as u8,
+            pick: pick(rng),
+            outcome: rng.below(10) as u8,
+        },
+        823..=837 => MesosOp::ProviderPause {
+            p: rng.below(u64::from(super::providers::PROVIDERS)) as u8,
+            steps: 2 + rng.below(7) as u8,
+        },
         _ => MesosOp::Advance {
             secs: match rng.below(100) {
                 0..=59 => 1,
@@ -325,7 +393,7 @@ mod tests {
                     .to_string()
             })
             .collect();
-        // Every variant of `Op` (resource providers are not simulated yet).
-        assert_eq!(kinds.len(), 18, "{kinds:?}");
+        // Every variant of `MesosOp`.
+        assert_eq!(kinds.len(), 23, "{kinds:?}");
     }
 }

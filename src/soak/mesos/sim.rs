@@ -23,6 +23,7 @@ use unisched_mesos::v1::scheduler::{Call, call};
 use super::agents::{self, Agents, Emission, Inbox};
 use super::frameworks::{Conn, Context, Fw, hash_bytes, mix};
 use super::ops::{FRAMEWORKS, MesosOp};
+use super::providers::Providers;
 use super::world::World;
 
 /// What a run did, by kind.
@@ -58,6 +59,22 @@ pub struct MesosCounts {
     pub removals: u64,
     /// Agents added and removed.
     pub agent_changes: u64,
+    /// Resource provider subscriptions (new and again).
+    pub provider_subscriptions: u64,
+    /// Provider streams dropped.
+    pub provider_drops: u64,
+    /// UPDATE_STATE calls.
+    pub provider_updates: u64,
+    /// CREATE_DISK and DESTROY_DISK asked for.
+    pub operations: u64,
+    /// Operation statuses providers made.
+    pub operation_statuses: u64,
+    /// Of those, lost on the way (sent again later).
+    pub operation_statuses_lost: u64,
+    /// Operations dropped for a stale resource version.
+    pub operations_dropped: u64,
+    /// ACKNOWLEDGE_OPERATION_STATUS calls.
+    pub operation_acks: u64,
 }
 
 impl MesosCounts {
@@ -78,6 +95,14 @@ impl MesosCounts {
         self.disconnects += o.disconnects;
         self.removals += o.removals;
         self.agent_changes += o.agent_changes;
+        self.provider_subscriptions += o.provider_subscriptions;
+        self.provider_drops += o.provider_drops;
+        self.provider_updates += o.provider_updates;
+        self.operations += o.operations;
+        self.operation_statuses += o.operation_statuses;
+        self.operation_statuses_lost += o.operation_statuses_lost;
+        self.operations_dropped += o.operations_dropped;
+        self.operation_acks += o.operation_acks;
     }
 }
 
@@ -108,7 +133,10 @@ pub struct MesosSim {
     pub step: usize,
     /// Agents removed this step: every framework connected then hears FAILURE.
     pub failures_due: Vec<(String, BTreeSet<u8>)>,
-    uuids: u64,
+    /// Resource provider slots.
+    pub providers: Providers,
+    /// Uuids made so far (status updates of agents and providers).
+    pub(super) uuids: u64,
     /// A hash of every event the frameworks received, in order.
     print: u64,
     /// Prints each operation (`UNISCHED_SOAK_TRACE`).
@@ -140,12 +168,17 @@ impl MesosSim {
             counts: MesosCounts::default(),
             step: 0,
             failures_due: Vec::new(),
+            providers: Providers::default(),
             uuids: 0,
             print: 0,
             trace: std::env::var_os("UNISCHED_SOAK_TRACE").is_some(),
         };
         for size in [1, 2, 0] {
             sim.add_host(size);
+        }
+        // A provider on each of the first two agents.
+        for p in 0..super::providers::PROVIDERS {
+            sim.provider_subscribe(p, u32::from(p));
         }
         Ok(sim)
     }
@@ -262,6 +295,11 @@ impl MesosSim {
                 }
                 Vec::new()
             }
+            MesosOp::ProviderSubscribe { p, agent } => self.provider_subscribe(p, agent),
+            MesosOp::ProviderDrop { p } => self.provider_drop(p),
+            MesosOp::ProviderChange { p, grow, amount } => self.provider_change(p, grow, amount),
+            MesosOp::ProviderAnswer { p, pick, outcome } => self.provider_answer(p, pick, outcome),
+            MesosOp::ProviderPause { p, steps } => self.provider_pause(p, steps),
             MesosOp::Advance { secs } => self.advance(secs),
         }
     }
@@ -353,7 +391,7 @@ impl MesosSim {
                 self.world.quiesce()?;
             }
             self.read_events(v);
-            let mut acted = false;
+            let mut acted = self.read_provider_events(v);
             let commands = self.inbox.take();
             if !commands.is_empty() {
                 let out = self.agents.apply(commands, self.world.secs());
@@ -454,6 +492,13 @@ impl MesosSim {
             for a in due {
                 sent |= self.acknowledge(i, &a.task, a.uuid, v);
             }
+            let (due, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.fws[i].op_acks)
+                .into_iter()
+                .partition(|a| a.due <= self.step);
+            self.fws[i].op_acks = later;
+            for a in due {
+                sent |= self.acknowledge_operation(i, &a.task, a.uuid, v);
+            }
         }
         sent
     }
@@ -532,6 +577,11 @@ impl MesosSim {
             v.push(e);
             return v;
         }
+        self.providers_finish(&mut v);
+        if let Err(e) = self.react(&mut v) {
+            v.push(e);
+            return v;
+        }
         for i in 0..self.fws.len() {
             v.extend(self.ack_all(i as u8));
         }
@@ -559,6 +609,19 @@ impl MesosSim {
         for f in &self.fws {
             if !f.connected() {
                 continue;
+            }
+            for (id, o) in &f.operations {
+                if !o.done() {
+                    v.push(format!(
+                        "{}: operation {id} never ended with the framework told (received {:?}, {} acknowledged)",
+                        f.who(),
+                        o.received
+                            .iter()
+                            .map(|(s, _)| s.as_str_name())
+                            .collect::<Vec<_>>(),
+                        o.acked
+                    ));
+                }
             }
             for (id, t) in &f.tasks {
                 if !t.done() {

@@ -145,6 +145,17 @@ impl World {
         self.runtime.block_on(self.master.call(call, stream_id))
     }
 
+    /// A resource provider call (not SUBSCRIBE) on an agent's endpoint, answered.
+    pub fn provider_call(
+        &self,
+        endpoint: u32,
+        call: unisched_mesos::v1::resource_provider::Call,
+        stream_id: Option<String>,
+    ) -> Result<CallOutcome, CallError> {
+        self.runtime
+            .block_on(self.master.provider_call(Some(endpoint), call, stream_id))
+    }
+
     /// Adds an agent; its id.
     pub fn add_agent(&self, spec: AgentSpec) -> Option<String> {
         self.runtime.block_on(self.master.add_agent(spec))
