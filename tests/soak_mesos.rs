@@ -265,3 +265,31 @@ fn mesos_seeds_exercise_resource_providers() {
         "{total:?}"
     );
 }
+
+/// The checks read `/state` without what has ended: apart from those
+/// lists, it is the whole `/state`.
+#[test]
+fn the_live_state_is_the_state_without_what_ended() {
+    let mut sim = MesosSim::start(3).expect("starts");
+    let mut v = Vec::new();
+    sim.react(&mut v).expect("settles");
+    for (i, op) in ops::generate(3, 300).iter().enumerate() {
+        v.extend(sim.step(i + 1, op));
+    }
+    assert!(v.is_empty(), "{v:?}");
+    let mut full = sim.world.state().expect("state");
+    let live = sim.world.live_state().expect("live state");
+    let ended = full["completed_frameworks"].as_array().map_or(0, Vec::len)
+        + full["frameworks"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|f| f["completed_tasks"].as_array().map_or(0, Vec::len))
+            .sum::<usize>();
+    assert!(ended > 0, "the run ended something");
+    full["completed_frameworks"] = serde_json::json!([]);
+    for f in full["frameworks"].as_array_mut().into_iter().flatten() {
+        f["completed_tasks"] = serde_json::json!([]);
+    }
+    assert_eq!(full, live);
+}

@@ -17,6 +17,10 @@ use crate::v1;
 pub enum Query {
     /// `/state`.
     State(oneshot::Sender<Value>),
+    /// `/state` without what has ended: no `completed_frameworks`, and no
+    /// `completed_tasks` in the frameworks (empty lists; the rest is the
+    /// same). For checks that read the live part after every step.
+    LiveState(oneshot::Sender<Value>),
     /// `/metrics/snapshot`.
     Metrics(oneshot::Sender<BTreeMap<String, f64>>),
 }
@@ -113,13 +117,16 @@ impl Master {
             Query::State(reply) => {
                 let _ = reply.send(self.state_json());
             }
+            Query::LiveState(reply) => {
+                let _ = reply.send(self.state_json_of(false));
+            }
             Query::Metrics(reply) => {
                 let _ = reply.send(self.metrics());
             }
         }
     }
 
-    fn framework_json(&self, f: &Framework, active: bool) -> Value {
+    fn framework_json(&self, f: &Framework, active: bool, ended: bool) -> Value {
         let mut used = Resources::default();
         let mut tasks = Vec::new();
         for id in &f.tasks {
@@ -158,6 +165,7 @@ impl Master {
         let completed: Vec<Value> = f
             .completed_tasks
             .iter()
+            .take(if ended { usize::MAX } else { 0 })
             .map(|t| task_json(t, &role_of(t)))
             .collect();
         let executors: Vec<Value> = self
@@ -239,6 +247,12 @@ impl Master {
 
     /// The master state as Mesos' `/state` answers it.
     pub fn state_json(&self) -> Value {
+        self.state_json_of(true)
+    }
+
+    /// [`Self::state_json`], with what has ended (completed frameworks and
+    /// tasks) only when `ended`.
+    fn state_json_of(&self, ended: bool) -> Value {
         let offered = self.offered_by_agent();
         let none = Resources::default();
         let mut agents: Vec<&super::state::Agent> = self.agents.values().collect();
@@ -280,12 +294,13 @@ impl Master {
         frameworks.sort_by(|a, b| a.id.cmp(&b.id));
         let frameworks: Vec<Value> = frameworks
             .into_iter()
-            .map(|f| self.framework_json(f, true))
+            .map(|f| self.framework_json(f, true, ended))
             .collect();
         let completed: Vec<Value> = self
             .completed_frameworks
             .iter()
-            .map(|f| self.framework_json(f, false))
+            .take(if ended { usize::MAX } else { 0 })
+            .map(|f| self.framework_json(f, false, true))
             .collect();
         let pid = self.info.pid.clone().unwrap_or_default();
         json!({

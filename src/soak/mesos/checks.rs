@@ -121,7 +121,7 @@ impl MesosSim {
         for f in self.fws.iter_mut() {
             f.failures.clear();
         }
-        let Some(state) = self.world.state() else {
+        let Some(state) = self.world.live_state() else {
             v.push("the master did not answer /state".to_string());
             return v;
         };

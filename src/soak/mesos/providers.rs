@@ -280,7 +280,7 @@ impl Default for Providers {
 impl MesosSim {
     /// The endpoint number of a live agent, from the master's `/state`.
     fn agent_pid(&self, agent: &str) -> Option<u32> {
-        let state = self.world.state()?;
+        let state = self.world.live_state()?;
         let pid = state["slaves"]
             .as_array()?
             .iter()

@@ -171,6 +171,12 @@ impl World {
         self.runtime.block_on(self.master.query(Query::State))
     }
 
+    /// The master's `/state` without completed frameworks and tasks (what
+    /// the checks of every step read; the same code renders the rest).
+    pub fn live_state(&self) -> Option<Value> {
+        self.runtime.block_on(self.master.query(Query::LiveState))
+    }
+
     /// The core's snapshot of the Mesos partition.
     pub fn snapshot(&self) -> Option<PartitionSnapshot> {
         self.core.snapshot(&format!(
