@@ -527,7 +527,10 @@ impl Resources {
     /// reserved to `role` or an ancestor), scalars up to what the core's
     /// lease grants per name (`granted`, in Mesos units; a name it does not
     /// grant is left out), taken entry by entry in order, and every range and
-    /// set entry whole (the core decides by scalars only).
+    /// set entry whole (the core decides by scalars only). A grant that
+    /// would cut a persistent volume or a MOUNT or BLOCK disk in two gives
+    /// nothing (the lease goes back; its resources wait for the next run),
+    /// as upstream never offers part of one.
     pub fn offer_for(
         &self,
         role: &str,
@@ -569,6 +572,11 @@ impl Resources {
             }
             let mut part = entry.clone();
             if entry.shared_count.is_none() && kind::scalar(r) > budget {
+                if is_indivisible(r) {
+                    // A volume or a MOUNT or BLOCK disk is offered whole or
+                    // not at all: no part of this grant.
+                    return Resources::default();
+                }
                 set_scalar(&mut part.resource, budget);
             }
             // Entries of a normalised collection stay apart in a part of it.
@@ -649,4 +657,15 @@ impl SubAssign<&Resources> for Resources {
     fn sub_assign(&mut self, other: &Resources) {
         self.subtract(other);
     }
+}
+
+/// A disk that is used whole: a persistent volume, or a MOUNT or BLOCK disk.
+pub fn is_indivisible(r: &Resource) -> bool {
+    use v1::resource::disk_info::source::Type as Source;
+    r.disk.as_ref().is_some_and(|d| {
+        d.persistence.is_some()
+            || d.source
+                .as_ref()
+                .is_some_and(|s| matches!(s.r#type(), Source::Mount | Source::Block))
+    })
 }

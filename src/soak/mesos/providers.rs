@@ -776,8 +776,12 @@ impl MesosSim {
             Op::DestroyDisk => a.info.destroy_disk.as_ref().and_then(|d| {
                 let name = volume_id(&d.source).unwrap_or_default();
                 let known = sp.volumes.get(name).copied();
-                (known != Some(scalar(&d.source)) || sp.destroying(name))
-                    .then(|| format!("DESTROY_DISK of volume '{name}' (it has {known:?})"))
+                let (asked, busy) = (scalar(&d.source), sp.destroying(name));
+                (known != Some(asked) || busy).then(|| {
+                    format!(
+                        "DESTROY_DISK of {asked} of volume '{name}' (it has {known:?}; being destroyed: {busy})"
+                    )
+                })
             }),
             other => Some(format!(
                 "an operation it does not apply: {}",

@@ -152,8 +152,15 @@ impl World {
         call: unisched_mesos::v1::resource_provider::Call,
         stream_id: Option<String>,
     ) -> Result<CallOutcome, CallError> {
-        self.runtime
-            .block_on(self.master.provider_call(Some(endpoint), call, stream_id))
+        let outcome =
+            self.runtime
+                .block_on(self.master.provider_call(Some(endpoint), call, stream_id));
+        // A provider's call may start an allocation run (new resources, an
+        // operation ended): it ends before the simulation acts again, so
+        // that a run's offers never race the simulation's next call. A
+        // livelock shows at the step's next quiescence.
+        let _ = self.quiesce();
+        outcome
     }
 
     /// Adds an agent; its id.
