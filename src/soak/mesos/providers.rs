@@ -36,7 +36,7 @@ use std::collections::BTreeMap;
 
 use tokio::sync::mpsc;
 use tokio::sync::mpsc::error::TryRecvError;
-use unisched_mesos::master::Input;
+use unisched_mesos::master::{CallError, CallOutcome, Input};
 use unisched_mesos::resources::Resources;
 use unisched_mesos::v1;
 use unisched_mesos::v1::OperationState;
@@ -290,6 +290,18 @@ impl MesosSim {
         pid.strip_prefix("slave(")?.split(')').next()?.parse().ok()
     }
 
+    /// A call of provider `i` on its agent's endpoint; `None` when that agent
+    /// is gone (a provider that has not read its closed stream yet, being
+    /// paused, has nowhere to call: it learns when it reads).
+    fn call_provider(&self, i: usize, c: Call) -> Option<Result<CallOutcome, CallError>> {
+        let sp = &self.providers.slots[i];
+        let live = sp
+            .agent
+            .as_ref()
+            .is_some_and(|a| self.agents.live.contains_key(a));
+        live.then(|| self.world.provider_call(sp.pid, c, sp.stream.clone()))
+    }
+
     /// SUBSCRIBE of provider slot `p` (see `MesosOp::ProviderSubscribe`).
     pub fn provider_subscribe(&mut self, p: u8, pick: u32) -> Vec<String> {
         let i = p as usize;
@@ -533,15 +545,15 @@ impl MesosSim {
             latest_status: Some(s.status.clone()),
             operation_uuid: uuid(u.to_vec()),
         });
-        let (pid, stream) = (sp.pid, sp.stream.clone());
-        match self.world.provider_call(pid, c, stream) {
-            Ok(_) => {
+        match self.call_provider(i, c) {
+            None => false,
+            Some(Ok(_)) => {
                 if let Some(s) = self.providers.slots[i].unacked.get_mut(u) {
                     s.delivered = true;
                 }
                 true
             }
-            Err(e) => {
+            Some(Err(e)) => {
                 v.push(format!(
                     "{}: UPDATE_OPERATION_STATUS refused: {e}",
                     self.providers.slots[i].who()
@@ -582,13 +594,14 @@ impl MesosSim {
             resources: sp.resources(),
             resource_version_uuid: uuid(version),
         });
-        let (pid, stream, total) = (sp.pid, sp.stream.clone(), sp.total());
-        match self.world.provider_call(pid, c, stream) {
-            Ok(_) => {
+        let total = sp.total();
+        match self.call_provider(i, c) {
+            None => {}
+            Some(Ok(_)) => {
                 self.providers.slots[i].reported = total;
                 self.counts.provider_updates += 1;
             }
-            Err(e) => v.push(format!(
+            Some(Err(e)) => v.push(format!(
                 "{}: UPDATE_STATE refused: {e}",
                 self.providers.slots[i].who()
             )),
@@ -725,8 +738,7 @@ impl MesosSim {
                     uuid: p.uuid,
                     status: call::update_publish_resources_status::Status::Ok as i32,
                 });
-                let (pid, stream) = (sp.pid, sp.stream.clone());
-                if let Err(e) = self.world.provider_call(pid, c, stream) {
+                if let Some(Err(e)) = self.call_provider(i, c) {
                     v.push(format!(
                         "{who}: UPDATE_PUBLISH_RESOURCES_STATUS refused: {e}"
                     ));
@@ -820,7 +832,6 @@ impl MesosSim {
             latest_status: Some(status),
             operation_uuid: uuid(u),
         });
-        let (pid, stream) = (sp.pid, sp.stream.clone());
         // Whichever framework's operation it was may now hear it dropped.
         for f in &mut self.fws {
             for o in f.operations.values_mut() {
@@ -829,7 +840,7 @@ impl MesosSim {
                 }
             }
         }
-        if let Err(e) = self.world.provider_call(pid, c, stream) {
+        if let Some(Err(e)) = self.call_provider(i, c) {
             v.push(format!(
                 "{}: UPDATE_OPERATION_STATUS refused: {e}",
                 self.providers.slots[i].who()
