@@ -162,12 +162,14 @@ impl Master {
                 .and_then(|a| a.role.clone())
                 .unwrap_or_else(|| f.roles.first().cloned().unwrap_or_default())
         };
-        let completed: Vec<Value> = f
-            .completed_tasks
-            .iter()
-            .take(if ended { usize::MAX } else { 0 })
-            .map(|t| task_json(t, &role_of(t)))
-            .collect();
+        let completed: Vec<Value> = if ended {
+            f.completed_tasks
+                .iter()
+                .map(|t| task_json(t, &role_of(t)))
+                .collect()
+        } else {
+            Vec::new()
+        };
         let executors: Vec<Value> = self
             .agents
             .values()
@@ -296,12 +298,14 @@ impl Master {
             .into_iter()
             .map(|f| self.framework_json(f, true, ended))
             .collect();
-        let completed: Vec<Value> = self
-            .completed_frameworks
-            .iter()
-            .take(if ended { usize::MAX } else { 0 })
-            .map(|f| self.framework_json(f, false, true))
-            .collect();
+        let completed: Vec<Value> = if ended {
+            self.completed_frameworks
+                .iter()
+                .map(|f| self.framework_json(f, false, true))
+                .collect()
+        } else {
+            Vec::new()
+        };
         let pid = self.info.pid.clone().unwrap_or_default();
         json!({
             "version": crate::MESOS_VERSION,

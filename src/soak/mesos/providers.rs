@@ -833,11 +833,10 @@ impl MesosSim {
             operation_uuid: uuid(u),
         });
         // Whichever framework's operation it was may now hear it dropped.
-        for f in &mut self.fws {
-            for o in f.operations.values_mut() {
-                if o.provider == sp.id.clone().unwrap_or_default() {
-                    o.unstamped.push(OperationState::OperationDropped);
-                }
+        let provider = sp.id.clone().unwrap_or_default();
+        for o in self.fws.iter_mut().flat_map(|f| f.operations.values_mut()) {
+            if o.provider == provider {
+                o.unstamped.push(OperationState::OperationDropped);
             }
         }
         if let Some(Err(e)) = self.call_provider(i, c) {
