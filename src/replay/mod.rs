@@ -28,6 +28,7 @@
 pub mod inbox;
 pub mod outcome;
 pub mod rm;
+mod running;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -18,7 +18,7 @@ use std::collections::BinaryHeap;
 
 /// Maps keyed by ids the core sends back, hashed with a fast fixed-seed
 /// hasher (the default one was a tenth of the RM's time).
-type HashMap<K, V> = std::collections::HashMap<K, V, ahash::RandomState>;
+pub(super) type HashMap<K, V> = std::collections::HashMap<K, V, ahash::RandomState>;
 
 /// Index of each item.
 fn ids<T: Eq + std::hash::Hash>(items: impl Iterator<Item = T>) -> HashMap<T, u32> {
@@ -28,6 +28,7 @@ fn ids<T: Eq + std::hash::Hash>(items: impl Iterator<Item = T>) -> HashMap<T, u3
 use unisched_si as si;
 
 use super::outcome::{Outcome, generic_reason, tally};
+use super::running::{Handle, Running, RunningSet};
 use crate::trace::{AskRecord, Event, Trace};
 
 /// An application as the RM sees it.
@@ -58,15 +59,6 @@ struct NodeBook {
 /// placed (the event comes after the allocation when both are in one pass).
 const UNPLACED: u32 = u32::MAX;
 
-/// A running allocation.
-#[derive(Debug, Clone)]
-struct Running {
-    record: u32,
-    key: String,
-    node: u32,
-    queue: u32,
-}
-
 /// What the RM keeps per leaf queue.
 #[derive(Debug, Clone, Default)]
 pub struct QueueBook {
@@ -95,13 +87,15 @@ pub struct Rm {
     pub queue_books: Vec<QueueBook>,
     nodes: Vec<NodeBook>,
     node_by_id: HashMap<String, u32>,
-    running: HashMap<String, Running>,
-    /// (end, sequence, allocation id) of running tasks; entries whose id has
-    /// left `running` (preempted, lost) are skipped when they come up.
-    ends: BinaryHeap<Reverse<(u64, u64, String)>>,
+    running: RunningSet,
+    /// (end, sequence, where) of running tasks; entries whose task has left
+    /// `running` (preempted, lost) are skipped when they come up.
+    ends: BinaryHeap<Reverse<(u64, u64, Handle)>>,
     sequence: u64,
     /// Allocations waiting over all applications.
     pending_total: i64,
+    /// Releases the last step sent (room for the next step's list).
+    last_released: usize,
     /// Tasks sent again: key -> (record, when).
     resent: HashMap<String, (u32, u64)>,
     /// Allocations made before their application's placement was heard of:
@@ -196,10 +190,11 @@ impl Rm {
             queue_books: Vec::new(),
             nodes: vec![NodeBook::default(); trace.nodes.len()],
             node_by_id: ids(trace.nodes.iter().cloned()),
-            running: HashMap::default(),
+            running: RunningSet::default(),
             ends: BinaryHeap::new(),
             sequence: 0,
             pending_total: 0,
+            last_released: 0,
             resent: HashMap::default(),
             unplaced: Vec::new(),
             follow_up: si::AllocationRequest::default(),
@@ -261,8 +256,8 @@ impl Rm {
 
     /// When the next running task ends.
     pub fn next_end(&mut self) -> Option<u64> {
-        while let Some(Reverse((end, _, id))) = self.ends.peek() {
-            if self.running.contains_key(id) {
+        while let Some(Reverse((end, _, handle))) = self.ends.peek() {
+            if self.running.contains(*handle) {
                 return Some(*end);
             }
             self.ends.pop();
@@ -357,15 +352,19 @@ impl Rm {
 
     /// Releases of every task that ended by `now`.
     pub fn finished(&mut self, now: u64) -> Vec<si::AllocationRelease> {
-        let mut releases = Vec::new();
+        let due = self
+            .ends
+            .peek()
+            .is_some_and(|Reverse((end, _, _))| *end <= now);
+        let mut releases = Vec::with_capacity(if due { self.last_released } else { 0 });
         while let Some(Reverse((end, _, _))) = self.ends.peek() {
             if *end > now {
                 break;
             }
-            let Some(Reverse((_, _, id))) = self.ends.pop() else {
+            let Some(Reverse((_, _, handle))) = self.ends.pop() else {
                 break;
             };
-            let Some(run) = self.running.remove(&id) else {
+            let Some((id, run)) = self.running.take(handle) else {
                 continue;
             };
             self.account_release(&run);
@@ -381,6 +380,9 @@ impl Rm {
                 allocation_key: run.key,
                 allocation_id: id,
             });
+        }
+        if !releases.is_empty() {
+            self.last_released = releases.len();
         }
         releases
     }
@@ -589,13 +591,7 @@ impl Rm {
             }
         };
         self.out.counts.allocations += 1;
-        if !ask.placeholder {
-            self.sequence += 1;
-            let end = now.saturating_add(ask.duration_ms);
-            self.ends
-                .push(Reverse((end, self.sequence, a.allocation_id.clone())));
-        }
-        self.running.insert(
+        let handle = self.running.insert(
             a.allocation_id,
             Running {
                 record,
@@ -604,13 +600,18 @@ impl Rm {
                 queue,
             },
         );
+        if !ask.placeholder {
+            self.sequence += 1;
+            let end = now.saturating_add(ask.duration_ms);
+            self.ends.push(Reverse((end, self.sequence, handle)));
+        }
     }
 
     fn released(&mut self, r: si::AllocationRelease, now: u64) {
         use si::TerminationType as T;
         // Not running any more: the RM released it itself (this is the
         // core's confirmation) or it was handled already.
-        let Some(run) = self.running.remove(&r.allocation_id) else {
+        let Some(run) = self.running.remove_id(&r.allocation_id) else {
             return;
         };
         self.account_release(&run);

@@ -138,7 +138,14 @@ impl Partition {
             // (the whole remainder goes to one application).
             pending = pending.saturating_add(self.node_index.len());
         }
-        self.outbox.placed.reserve(ctx.budget.min(pending));
+        // An ask may want many allocations: the last pass's count is the
+        // better guess while it is larger than the asks waiting (and
+        // nothing is reserved while nothing waits).
+        if pending > 0 {
+            self.outbox
+                .placed
+                .reserve(ctx.budget.min(pending.max(self.last_pass_made)));
+        }
         let arena = pending.min(ARENA_RESERVE_CAP);
         self.allocs.reserve(arena);
         self.alloc_by_id.reserve(arena);
@@ -160,6 +167,7 @@ impl Partition {
         if std::mem::take(&mut ctx.rerun) && ctx.made < ctx.budget {
             return self.schedule(ctx);
         }
+        self.last_pass_made = ctx.made;
         ctx.made
     }
 

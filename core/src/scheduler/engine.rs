@@ -501,24 +501,17 @@ impl Engine {
 
     fn allocation_request(&mut self, req: PreparedAllocationRequest, now: u64) {
         let rm_id = req.rm_id.clone();
-        // Asks of one request nearly always name one partition: resolve it
-        // once per distinct name in a row, not once per ask.
-        let mut resolved: Option<(String, Option<Arc<str>>)> = None;
+        let mut last = LastPartition::default();
         let total = req.asks.len();
         for (i, asks) in req.asks.into_iter().enumerate() {
-            let key = match &resolved {
-                Some((name, key)) if *name == asks.partition_name => key.clone(),
-                _ => {
-                    let key = self.partition_key(&rm_id, &asks.partition_name);
-                    resolved = Some((asks.partition_name.clone(), key.clone()));
-                    // Room for the rest of the batch at once: the ask arena
-                    // would otherwise double (and copy) its way up to it.
-                    if let Some(p) = key.as_ref().and_then(|k| self.partitions.get_mut(k)) {
-                        p.asks.reserve(total - i);
-                    }
-                    key
+            let (key, fresh) = last.key(self, &rm_id, &asks.partition_name);
+            if fresh {
+                // Room for the rest of the batch at once: the ask arena
+                // would otherwise double (and copy) its way up to it.
+                if let Some(p) = key.as_ref().and_then(|k| self.partitions.get_mut(k)) {
+                    p.asks.reserve(total - i);
                 }
-            };
+            }
             match key.and_then(|k| self.partitions.get_mut(&k)) {
                 Some(p) => p.update_ask(asks, now),
                 None => self.reject_ask_no_partition(&rm_id, asks),
@@ -542,8 +535,22 @@ impl Engine {
                 }
             }
         }
-        for rel in req.releases.allocations_to_release {
-            match self.partition_mut(&rm_id, &rel.partition_name) {
+        let mut last = LastPartition::default();
+        let total = req.releases.allocations_to_release.len();
+        for (i, rel) in req.releases.allocations_to_release.into_iter().enumerate() {
+            let (key, fresh) = last.key(self, &rm_id, &rel.partition_name);
+            if fresh {
+                // Each release is reported back with an event: room for the
+                // rest of the batch at once, as for the asks, and for the
+                // events of applications the releases leave with nothing
+                // (one more event would double a full list: a copy of it).
+                if let Some(p) = key.as_ref().and_then(|k| self.partitions.get_mut(k)) {
+                    let rest = total - i;
+                    p.outbox.released.reserve(rest);
+                    p.outbox.events.reserve(rest + rest / 4 + 16);
+                }
+            }
+            match key.and_then(|k| self.partitions.get_mut(&k)) {
                 Some(p) => p.release_allocations(rel, now),
                 None => {
                     let reason = format!(
@@ -816,6 +823,26 @@ impl Engine {
         let mut matches = self.partitions.values().filter(|p| p.plain_name() == name);
         let first = matches.next()?;
         matches.next().is_none().then_some(first)
+    }
+}
+
+/// The last partition name a request's items named, and its map key: the
+/// asks and releases of one request nearly always name one partition, so it
+/// is resolved once per distinct name in a row, not once per item.
+#[derive(Default)]
+struct LastPartition(Option<(String, Option<Arc<str>>)>);
+
+impl LastPartition {
+    /// The key of `name` for `rm_id`, and whether it was looked up afresh.
+    fn key(&mut self, engine: &Engine, rm_id: &str, name: &str) -> (Option<Arc<str>>, bool) {
+        if let Some((last, key)) = &self.0 {
+            if last == name {
+                return (key.clone(), false);
+            }
+        }
+        let key = engine.partition_key(rm_id, name);
+        self.0 = Some((name.to_string(), key.clone()));
+        (key, true)
     }
 }
 

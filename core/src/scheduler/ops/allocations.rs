@@ -128,7 +128,11 @@ impl Partition {
         app.allocation_count -= 1;
         if let Some(&ask) = app.asks.get(&alloc.key) {
             let a = &mut self.asks[ask];
-            a.allocs.retain(|x| *x != id);
+            // Ids are unique in the list: stop at the one, keep the order
+            // (releases by key and of a whole application follow it).
+            if let Some(i) = a.allocs.iter().position(|x| *x == id) {
+                a.allocs.remove(i);
+            }
             if a.allocs.is_empty()
                 && a.pending == 0
                 && !self.replacement_in_flight(alloc.app, &alloc.key)

@@ -99,6 +99,9 @@ pub struct Partition {
     pub pending_floor: Option<Resource>,
     /// Asks with allocations still wanted.
     pub pending_ask_count: u64,
+    /// Allocations the last scheduling pass made (room reserved for the
+    /// next pass's results).
+    pub last_pass_made: usize,
     /// The floor went down since exhausted nodes were last looked at.
     pub floor_lowered: bool,
     /// Fair (least used first) or binpacking (most used first).
@@ -192,6 +195,7 @@ impl Partition {
             exhausted_nodes: BTreeSet::new(),
             pending_floor: None,
             pending_ask_count: 0,
+            last_pass_made: 0,
             floor_lowered: false,
             node_sort: NodeSortKind::Fair,
             node_weights: Vec::new(),
