@@ -835,10 +835,10 @@ struct LastPartition(Option<(String, Option<Arc<str>>)>);
 impl LastPartition {
     /// The key of `name` for `rm_id`, and whether it was looked up afresh.
     fn key(&mut self, engine: &Engine, rm_id: &str, name: &str) -> (Option<Arc<str>>, bool) {
-        if let Some((last, key)) = &self.0 {
-            if last == name {
-                return (key.clone(), false);
-            }
+        if let Some((last, key)) = &self.0
+            && last == name
+        {
+            return (key.clone(), false);
         }
         let key = engine.partition_key(rm_id, name);
         self.0 = Some((name.to_string(), key.clone()));
