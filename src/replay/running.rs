@@ -37,18 +37,19 @@ pub struct Handle {
     seq: u64,
 }
 
+/// The task in a slot.
 #[derive(Debug)]
-struct Slot {
-    /// Sequence of the occupant; 0 while free.
+struct Occupant {
     seq: u64,
     id: String,
-    run: Option<Running>,
+    run: Running,
 }
 
 /// The running allocations.
 #[derive(Debug, Default)]
 pub struct RunningSet {
-    slots: Vec<Slot>,
+    /// `None` while free.
+    slots: Vec<Option<Occupant>>,
     free: Vec<u32>,
     by_id: HashMap<String, Handle>,
     next_seq: u64,
@@ -64,26 +65,25 @@ impl RunningSet {
     /// Adds allocation `id`; a record under the same id is replaced.
     pub fn insert(&mut self, id: String, run: Running) -> Handle {
         self.next_seq += 1;
-        let seq = self.next_seq;
+        let occupant = Some(Occupant {
+            seq: self.next_seq,
+            id: id.clone(),
+            run,
+        });
         let slot = match self.free.pop() {
             Some(s) => {
-                self.slots[s as usize] = Slot {
-                    seq,
-                    id: id.clone(),
-                    run: Some(run),
-                };
+                self.slots[s as usize] = occupant;
                 s
             }
             None => {
-                self.slots.push(Slot {
-                    seq,
-                    id: id.clone(),
-                    run: Some(run),
-                });
+                self.slots.push(occupant);
                 (self.slots.len() - 1) as u32
             }
         };
-        let handle = Handle { slot, seq };
+        let handle = Handle {
+            slot,
+            seq: self.next_seq,
+        };
         self.live += 1;
         if let Some(old) = self.by_id.insert(id, handle) {
             self.take(old);
@@ -91,27 +91,29 @@ impl RunningSet {
         handle
     }
 
+    /// The occupant of `handle`'s slot, if it is still that allocation.
+    fn occupant(&mut self, handle: Handle) -> Option<&mut Option<Occupant>> {
+        self.slots
+            .get_mut(handle.slot as usize)
+            .filter(|o| o.as_ref().is_some_and(|o| o.seq == handle.seq))
+    }
+
     /// True while the allocation of `handle` runs.
     pub fn contains(&self, handle: Handle) -> bool {
         self.slots
             .get(handle.slot as usize)
-            .is_some_and(|s| s.seq == handle.seq)
+            .and_then(Option::as_ref)
+            .is_some_and(|o| o.seq == handle.seq)
     }
 
     /// Ends the allocation of `handle` (the RM releases it): its id and
     /// record, or `None` when it had ended already. Its id stays known until
     /// [`Self::remove_id`] (the core's report of the release).
     pub fn take(&mut self, handle: Handle) -> Option<(String, Running)> {
-        if !self.contains(handle) {
-            return None;
-        }
-        let slot = &mut self.slots[handle.slot as usize];
-        slot.seq = 0;
-        let run = slot.run.take()?;
-        let id = std::mem::take(&mut slot.id);
+        let occupant = self.occupant(handle)?.take()?;
         self.free.push(handle.slot);
         self.live -= 1;
-        Some((id, run))
+        Some((occupant.id, occupant.run))
     }
 
     /// Forgets allocation `id`: its record when it was still running.
@@ -123,11 +125,7 @@ impl RunningSet {
     /// The record of running allocation `id`.
     pub fn get_mut(&mut self, id: &str) -> Option<&mut Running> {
         let handle = *self.by_id.get(id)?;
-        let slot = self.slots.get_mut(handle.slot as usize)?;
-        if slot.seq != handle.seq {
-            return None;
-        }
-        slot.run.as_mut()
+        Some(&mut self.occupant(handle)?.as_mut()?.run)
     }
 }
 
