@@ -11,6 +11,7 @@
 
 use unisched_si as si;
 
+use crate::resources::value::Scalar;
 use crate::v1;
 
 /// Bytes in a Mesos megabyte.
@@ -39,8 +40,26 @@ fn mesos_unit(core_name: &str) -> (&str, f64) {
 
 /// A Mesos scalar value in core units.
 pub fn scalar_to_core(name: &str, value: f64) -> (String, i64) {
-    let (core, scale) = core_unit(name);
-    (core.to_string(), (value * scale).round() as i64)
+    let (core, _) = core_unit(name);
+    (
+        core.to_string(),
+        millis_to_core(name, Scalar::from_f64(value).millis()),
+    )
+}
+
+/// A Mesos scalar given in thousandths, in the core's units: thousandths
+/// stay as they are, MB (mem, disk) become bytes, rounded half away from zero
+/// and saturated at the ends of i64. Integer arithmetic throughout, so the
+/// result is exact at every magnitude (an f64 holds whole numbers exactly only
+/// up to 2^53, which a few thousand TB of memory in bytes already passes).
+fn millis_to_core(name: &str, millis: i64) -> i64 {
+    if !matches!(name, "mem" | "disk") {
+        return millis;
+    }
+    let scaled = i128::from(millis) * 1_048_576;
+    let half = if scaled < 0 { -500 } else { 500 };
+    let bytes = (scaled + half) / 1000;
+    bytes.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
 }
 
 /// A core quantity as a Mesos scalar (three decimals, as Mesos keeps them).
@@ -67,21 +86,24 @@ pub fn granted_scalar(core: &si::Resource, name: &str) -> Option<f64> {
 }
 
 /// The scalar part of Mesos resources as a core resource map (sums per name).
+/// Each value is rounded to thousandths and the sums are kept in fixed point,
+/// as Mesos does its resource arithmetic, so the sum of two copies is exactly
+/// twice one.
 pub fn to_core<'a>(resources: impl IntoIterator<Item = &'a v1::Resource>) -> si::Resource {
-    let mut sums: std::collections::BTreeMap<String, f64> = Default::default();
+    let mut sums: std::collections::BTreeMap<&str, Scalar> = Default::default();
     for r in resources {
         if r.r#type() == v1::value::Type::Scalar
             && let Some(s) = &r.scalar
         {
-            *sums.entry(r.name.clone()).or_default() += s.value;
+            *sums.entry(r.name.as_str()).or_default() += Scalar::from_f64(s.value);
         }
     }
     si::Resource {
         resources: sums
             .into_iter()
             .map(|(name, v)| {
-                let (core, q) = scalar_to_core(&name, v);
-                (core, si::Quantity { value: q })
+                let q = millis_to_core(name, v.millis());
+                (core_unit(name).0.to_string(), si::Quantity { value: q })
             })
             .filter(|(_, q)| q.value != 0)
             .collect(),
@@ -245,5 +267,46 @@ mod tests {
             scalar_to_core("mem", 1.0),
             ("memory".to_string(), 1_048_576)
         );
+    }
+
+    fn scalar(name: &str, value: f64) -> v1::Resource {
+        v1::Resource {
+            name: name.to_string(),
+            r#type: v1::value::Type::Scalar as i32,
+            scalar: Some(v1::value::Scalar { value }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn core_sums_are_fixed_point_and_exact_at_any_size() {
+        let q = |r: &si::Resource, n: &str| r.resources.get(n).map(|q| q.value);
+        // Thousandths, as Mesos rounds: 0.1 + 0.2 is 0.3 and a fourth decimal
+        // goes.
+        let small = to_core(&[
+            scalar("cpus", 0.1),
+            scalar("cpus", 0.2),
+            scalar("mem", 0.0004),
+        ]);
+        assert_eq!(q(&small, "vcore"), Some(300));
+        assert_eq!(q(&small, "memory"), None);
+        assert_eq!(q(&to_core(&[scalar("mem", 0.001)]), "memory"), Some(1049));
+        // Beyond 2^53 thousandths (where an f64 is no longer exact) two copies
+        // are still exactly twice one: the fuzzer's case of 4.5e15 of a custom
+        // scalar, and mem of a few billion MB.
+        for (name, core, v) in [
+            ("zis", "zis", 4_555_555_555_555_555.0),
+            ("mem", "memory", 4.0e9 + 0.123),
+        ] {
+            let one = q(&to_core(&[scalar(name, v)]), core).unwrap();
+            let two = q(&to_core(&[scalar(name, v), scalar(name, v)]), core).unwrap();
+            assert!(
+                (i128::from(two) - 2 * i128::from(one)).abs() <= 1,
+                "{name}: {one} doubled {two}"
+            );
+        }
+        // Saturated at the end of i64 rather than wrapped.
+        let huge = to_core(&[scalar("disk", 1.0e300), scalar("disk", 1.0e300)]);
+        assert_eq!(q(&huge, "disk"), Some(i64::MAX));
     }
 }
