@@ -455,3 +455,70 @@ fn an_offer_takes_a_mount_disk_whole_or_not_at_all() {
         64.0
     );
 }
+
+/// `take_offer` takes out exactly what `offer_for` offers: the same as
+/// `offer_for` followed by `subtract`, for whole and trimmed scalars,
+/// ranges, sets, reservations to the role, its ancestors and others, shared
+/// volumes, MOUNT disks (two alike, and one a grant would cut), entries the
+/// pool filter leaves out and names the grant does not mention.
+#[test]
+fn taking_an_offer_leaves_what_subtracting_it_would() {
+    let mount = r#"{"name":"disk","type":"SCALAR","scalar":{"value":100},
+        "disk":{"source":{"type":"MOUNT","mount":{"root":"/mnt/a"}}}}"#;
+    let volume = r#"{"name":"disk","type":"SCALAR","scalar":{"value":10},"shared":{},
+        "reservations":[{"type":"DYNAMIC","role":"web"}],
+        "disk":{"persistence":{"id":"v1"},"volume":{"mode":"RW","container_path":"data"}}}"#;
+    let agents = [
+        parse("cpus:8;mem:4096"),
+        parse("cpus:8;mem:4096;disk:1000;ports:[31000-32000];zones:{a,b}"),
+        parse("cpus:4;cpus(web):2;cpus(web/x):1;cpus(db):3;mem:512;mem(web):256"),
+        parse("cpus:0.001;mem:0.5;gpus:2"),
+        Resources::from_vec(vec![res(mount), res(mount), res(volume), res(volume)]),
+    ];
+    type Grant = fn(&str) -> Option<f64>;
+    let grants: [Grant; 6] = [
+        |_| Some(1.0e9),
+        |_| Some(0.0),
+        |n| (n == "cpus").then_some(5.5),
+        |n| match n {
+            "cpus" => Some(2.5),
+            "mem" => Some(300.0),
+            "disk" => Some(150.0),
+            _ => None,
+        },
+        |n| (n == "disk").then_some(100.0),
+        |n| (n != "gpus").then_some(3.0),
+    ];
+    type Pool = fn(&v1::Resource) -> bool;
+    let pools: [(&str, Pool); 2] = [
+        ("all", |_| true),
+        ("unreserved", |r| r.reservations.is_empty()),
+    ];
+    let mut offered = 0;
+    for agent in &agents {
+        for role in ["web", "web/x/y", "db", "other"] {
+            for (i, grant) in grants.iter().enumerate() {
+                for (pool, keep) in pools {
+                    let want = agent.offer_for(role, keep, grant);
+                    let mut subtracted = agent.clone();
+                    subtracted.subtract(&want);
+                    let mut taken_from = agent.clone();
+                    let got = taken_from.take_offer(role, keep, grant);
+                    let case = format!("{agent} to {role}, grant {i}, pool {pool}");
+                    assert_eq!(got, want, "{case}: offered");
+                    assert_eq!(taken_from, subtracted, "{case}: left");
+                    // Nothing made or lost: what is left and what is offered
+                    // add up to the agent.
+                    let mut back = taken_from.clone();
+                    back.add(&got);
+                    assert_eq!(back.scalar("cpus"), agent.scalar("cpus"), "{case}");
+                    assert_eq!(back.scalar("mem"), agent.scalar("mem"), "{case}");
+                    offered += usize::from(!got.is_empty());
+                }
+            }
+        }
+    }
+    // Most cases offer something (a test whose offers are all empty would
+    // check only the unchanged case).
+    assert!(offered > 100, "{offered} of 240 cases offered something");
+}

@@ -126,6 +126,10 @@ pub struct Framework {
     pub unregistered_time: Option<u64>,
     /// Calls received, by type name (for metrics).
     pub calls: BTreeMap<&'static str, u64>,
+    /// Where an allocation run collects this framework's offers: the run's
+    /// number and the index of its OFFERS event in that run's list. Stale
+    /// once another run starts.
+    pub(super) offer_run: (u64, usize),
 }
 
 impl Framework {

@@ -1,13 +1,12 @@
 //! Offers: the core's leases become OFFERS events; DECLINE, REVIVE,
 //! SUPPRESS; offers rescinded, discarded or timed out give their lease back.
 
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use unisched_core::scheduler::offers::OfferChange;
 use unisched_si as si;
 
-use super::state::{FastMap, Master, Offer, OfferKey, RUN_TIMINGS_KEPT, Timer};
+use super::state::{Master, Offer, RUN_TIMINGS_KEPT, Timer};
 use super::units::{app_id, granted_scalar, to_core};
 use crate::resources::Resources;
 use crate::v1;
@@ -39,6 +38,21 @@ pub fn policy_change(min: &[Resources]) -> OfferChange {
     }
 }
 
+/// One offer being made in an allocation run: a (framework, role, agent)
+/// and the leases of the agent's pools it is made of, with what the event
+/// needs of the agent.
+struct Part {
+    framework: String,
+    role: String,
+    agent: String,
+    hostname: String,
+    attributes: Vec<v1::Attribute>,
+    executor_ids: Vec<v1::ExecutorId>,
+    leases: Vec<String>,
+    /// Unallocated form.
+    resources: Resources,
+}
+
 impl Master {
     /// What the core sent for our partition: leases to turn into offers,
     /// releases it made itself, rejections.
@@ -61,54 +75,32 @@ impl Master {
         }
         // One offer per (framework, role, agent) of this run, made of the
         // leases of that agent's pools, in the order the core made them.
-        // (A run offers thousands of agents: the parts are found by agent in
-        // a hash map, not by a scan of the parts so far, and the books are
-        // grown once for the whole run.)
+        // A run offers thousands of agents: an agent and a framework each
+        // hold where this run keeps their parts and offers (`run_parts`,
+        // `offer_run`, valid for this run's number), so no map keyed by
+        // their long ids is built per run, and the books are grown once.
+        // Counted before anything else, so no two runs share a number even
+        // when one stops half way.
+        self.counters.allocation_runs += 1;
+        let run = self.counters.allocation_runs;
         let leases = response.new.len();
         self.offers.reserve(leases);
         self.offer_by_lease.reserve(leases);
-        let mut parts: Vec<(OfferKey, Vec<String>, Resources)> = Vec::with_capacity(leases);
-        // Parts by agent id: an agent has a few parts at most (one per
-        // framework role it was offered to in this run).
-        let mut parts_of_agent: FastMap<String, Vec<usize>> = FastMap::default();
-        parts_of_agent.reserve(leases);
+        let mut parts: Vec<Part> = Vec::with_capacity(leases);
         for lease in response.new {
             if lease.allocation_key != lease.application_id {
                 continue;
             }
-            let Some((key, resources)) = self.lease_part(&lease) else {
-                continue;
-            };
-            let same = parts_of_agent
-                .get(&key.agent)
-                .and_then(|of| of.iter().copied().find(|&i| parts[i].0 == key));
-            match same {
-                Some(i) => {
-                    let (_, leases, r) = &mut parts[i];
-                    leases.push(lease.allocation_id);
-                    r.add(&resources);
-                }
-                None => {
-                    parts_of_agent
-                        .entry(key.agent.clone())
-                        .or_default()
-                        .push(parts.len());
-                    parts.push((key, vec![lease.allocation_id], resources));
-                }
-            }
+            self.lease_part(lease, run, &mut parts);
         }
-        drop(parts_of_agent);
-        let mut by_framework: BTreeMap<String, Vec<v1::Offer>> = BTreeMap::new();
-        for (key, leases, resources) in parts {
-            let offer = self.make_offer(key, leases, resources);
-            // A framework's id is copied once per run, not once per offer.
-            match by_framework.get_mut(&offer.framework_id.value) {
-                Some(offers) => offers.push(offer),
-                None => {
-                    by_framework.insert(offer.framework_id.value.clone(), vec![offer]);
-                }
-            }
+        // One OFFERS event per framework, sent in the order of their ids.
+        let mut by_framework: Vec<(String, Vec<v1::Offer>)> = Vec::new();
+        // The offers of one run are made at one time.
+        let now = self.now();
+        for part in parts {
+            self.make_offer(part, run, now, &mut by_framework);
         }
+        by_framework.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         for (framework, offers) in by_framework {
             self.counters.offers_sent += offers.len() as u64;
             self.send(
@@ -120,7 +112,6 @@ impl Master {
                 },
             );
         }
-        self.counters.allocation_runs += 1;
         let ms = received.elapsed().as_secs_f64() * 1000.0;
         let timings = &mut self.counters.allocation_run_ms;
         timings.push_back(ms);
@@ -129,72 +120,100 @@ impl Master {
         }
     }
 
-    /// What a lease of the core grants of its pool's free resources (its
-    /// scalars, and the free ranges and sets that go with them), taken out of
-    /// the agent's free resources; `None` (and the lease released) when it
-    /// cannot become part of an offer.
-    fn lease_part(&mut self, lease: &si::Allocation) -> Option<(OfferKey, Resources)> {
-        let release = |m: &mut Self| {
-            m.core
-                .release(lease.application_id.clone(), lease.allocation_id.clone());
-            None
-        };
-        let Some((framework, role)) = self.apps.get(&lease.application_id).cloned() else {
-            // The framework left while the lease was on its way.
-            return release(self);
-        };
-        let connected = self
-            .frameworks
-            .get(&framework)
-            .is_some_and(|f| f.connected());
-        let Some((agent_id, pool)) = self.nodes.get(&lease.node_id).cloned() else {
-            return release(self);
-        };
-        let Some(agent) = self.agents.get_mut(&agent_id).filter(|_| connected) else {
-            return release(self);
+    /// Takes what a lease of the core grants of its pool's free resources
+    /// (its scalars, and the free ranges and sets that go with them) out of
+    /// the agent's free resources, into the run's part for its framework,
+    /// role and agent (a new one, or the one another pool's lease started);
+    /// the lease is released when it cannot become part of an offer.
+    fn lease_part(&mut self, lease: si::Allocation, run: u64, parts: &mut Vec<Part>) {
+        // The books are borrowed field by field: nothing is copied until a
+        // part is made.
+        let Master {
+            apps,
+            frameworks,
+            nodes,
+            agents,
+            core,
+            ..
+        } = self;
+        let found = apps
+            .get(&lease.application_id)
+            // The framework left, or is disconnected, while the lease was
+            // on its way; or the agent went.
+            .filter(|(framework, _)| frameworks.get(framework).is_some_and(|f| f.connected()))
+            .and_then(|(framework, role)| {
+                let (agent_id, pool) = nodes.get(&lease.node_id)?;
+                let agent = agents.get_mut(agent_id)?;
+                Some((framework, role, agent_id, pool, agent))
+            });
+        let Some((framework, role, agent_id, pool, agent)) = found else {
+            core.release(lease.application_id, lease.allocation_id);
+            return;
         };
         let grant = lease.resource_per_alloc.as_ref();
         let granted = |name: &str| grant.and_then(|r| granted_scalar(r, name));
-        let resources = agent
-            .available()
-            .offer_for(&role, |r| pool.holds(r), granted);
+        let resources = agent.take_offer(role, |r| pool.holds(r), granted);
         if resources.is_empty() {
-            return release(self);
+            core.release(lease.application_id, lease.allocation_id);
+            return;
         }
-        agent.offer(&resources);
-        Some((
-            OfferKey {
-                framework,
-                role,
-                agent: agent_id,
-            },
-            resources,
-        ))
+        if agent.run_parts.0 != run {
+            agent.run_parts = (run, Default::default());
+        }
+        let same = agent
+            .run_parts
+            .1
+            .iter()
+            .copied()
+            .find(|&i| parts[i].framework == *framework && parts[i].role == *role);
+        match same {
+            Some(i) => {
+                let part = &mut parts[i];
+                part.leases.push(lease.allocation_id);
+                part.resources.add(&resources);
+            }
+            None => {
+                agent.run_parts.1.push(parts.len());
+                let executor_ids = agent
+                    .executors
+                    .keys()
+                    .filter(|(f, _)| f == framework)
+                    .map(|(_, e)| v1::ExecutorId { value: e.clone() })
+                    .collect();
+                parts.push(Part {
+                    framework: framework.clone(),
+                    role: role.clone(),
+                    agent: agent_id.clone(),
+                    hostname: agent.info.hostname.clone(),
+                    attributes: agent.info.attributes.clone(),
+                    executor_ids,
+                    leases: vec![lease.allocation_id],
+                    resources,
+                });
+            }
+        }
     }
 
-    /// Records an offer of `resources` (unallocated form) made of `leases`.
+    /// Records an offer of a run's part (its resources in unallocated form)
+    /// and adds its event to the framework's list of this run.
     fn make_offer(
         &mut self,
-        key: OfferKey,
-        leases: Vec<String>,
-        mut resources: Resources,
-    ) -> v1::Offer {
-        let OfferKey {
+        part: Part,
+        run: u64,
+        now: u64,
+        by_framework: &mut Vec<(String, Vec<v1::Offer>)>,
+    ) {
+        let Part {
             framework,
             role,
             agent: agent_id,
-        } = key;
-        let agent = &self.agents[&agent_id];
-        let hostname = agent.info.hostname.clone();
-        let attributes = agent.info.attributes.clone();
-        let executor_ids: Vec<v1::ExecutorId> = agent
-            .executors
-            .keys()
-            .filter(|(f, _)| *f == framework)
-            .map(|(_, e)| v1::ExecutorId { value: e.clone() })
-            .collect();
+            hostname,
+            attributes,
+            executor_ids,
+            leases,
+            mut resources,
+        } = part;
         let id = self.new_offer_id();
-        let now = self.now();
         resources.allocate(&role);
         let event_resources = resources.to_vec();
         let allocation_info = Some(v1::resource::AllocationInfo {
@@ -203,9 +222,17 @@ impl Master {
         for lease in &leases {
             self.offer_by_lease.insert(lease.clone(), id.clone());
         }
-        if let Some(f) = self.frameworks.get_mut(&framework) {
+        // The framework's list of this run (a framework that went has
+        // nobody to send to: its offer is recorded as before and goes with
+        // the framework's removal).
+        let slot = self.frameworks.get_mut(&framework).map(|f| {
             f.offers.insert(id.clone());
-        }
+            if f.offer_run.0 != run {
+                f.offer_run = (run, by_framework.len());
+                by_framework.push((framework.clone(), Vec::new()));
+            }
+            f.offer_run.1
+        });
         if let Some(t) = self.settings.offer_timeout {
             self.after(t, Timer::OfferTimeout(id.clone()));
         }
@@ -221,8 +248,11 @@ impl Master {
                 created: now,
             },
         );
+        let Some(slot) = slot else {
+            return;
+        };
         // The event takes the strings the books did not need.
-        v1::Offer {
+        by_framework[slot].1.push(v1::Offer {
             id: v1::OfferId { value: id },
             framework_id: v1::FrameworkId { value: framework },
             agent_id: v1::AgentId { value: agent_id },
@@ -234,7 +264,7 @@ impl Master {
             executor_ids,
             unavailability: None,
             allocation_info,
-        }
+        });
     }
 
     /// Takes an offer out of the books, its resources back to its agent's

@@ -83,6 +83,11 @@ pub struct Agent {
     pub backend: Arc<dyn AgentBackend>,
     /// Clock time (ns) of registration.
     pub registered_time: u64,
+    /// The offers an allocation run is making of it: the run's number and
+    /// the indices of the parts in that run's list (a part per framework
+    /// role offered to), so a run finds them without a map keyed by agent
+    /// id. Stale once another run starts.
+    pub(super) run_parts: (u64, smallvec::SmallVec<[usize; 2]>),
 }
 
 impl Agent {
@@ -112,12 +117,8 @@ impl Agent {
             executors: Default::default(),
             backend,
             registered_time,
+            run_parts: (0, smallvec::SmallVec::new()),
         }
-    }
-
-    /// What is neither occupied, used nor offered.
-    pub fn available(&self) -> &Resources {
-        &self.free
     }
 
     /// Sets the free resources to the total less what is occupied, used,
@@ -130,9 +131,15 @@ impl Agent {
         self.free = free;
     }
 
-    /// Resources (unallocated form) go into an offer.
-    pub fn offer(&mut self, resources: &Resources) {
-        self.free.subtract(resources);
+    /// What of the free resources goes into an offer to a framework of
+    /// `role` (`Resources::offer_for`), taken out of them (unallocated form).
+    pub fn take_offer(
+        &mut self,
+        role: &str,
+        keep: impl Fn(&v1::Resource) -> bool,
+        granted: impl Fn(&str) -> Option<f64>,
+    ) -> Resources {
+        self.free.take_offer(role, keep, granted)
     }
 
     /// Resources of an offer (any form) come back (declined, rescinded, accepted).
@@ -158,17 +165,6 @@ impl Agent {
         self.used.subtract(&r);
         self.free.add(&r);
     }
-}
-
-/// Which offer a lease belongs to while the leases of one run are collected.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OfferKey {
-    /// Framework id.
-    pub framework: String,
-    /// The role offered to.
-    pub role: String,
-    /// Agent id.
-    pub agent: String,
 }
 
 /// An outstanding offer: leases of the core shown to a framework.

@@ -190,6 +190,7 @@ impl Master {
                     reregistered_time: None,
                     unregistered_time: None,
                     calls: Default::default(),
+                    offer_run: (0, 0),
                 };
                 self.frameworks.insert(id.clone(), framework);
                 for role in roles {

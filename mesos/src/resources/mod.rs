@@ -537,50 +537,127 @@ impl Resources {
         keep: impl Fn(&Resource) -> bool,
         granted: impl Fn(&str) -> Option<f64>,
     ) -> Resources {
-        let mut out = Resources::default();
-        for entry in &self.entries {
+        self.clone().take_offer(role, keep, granted)
+    }
+
+    /// [`Resources::offer_for`], and what it selects taken out of these: the
+    /// same as `offer_for` followed by `subtract` of its result, without a
+    /// copy of the entries taken whole (they move into the offer) and
+    /// without a search for each entry to subtract (these entries are the
+    /// ones taken from). A grant that would cut a volume leaves these as they
+    /// were.
+    pub fn take_offer(
+        &mut self,
+        role: &str,
+        keep: impl Fn(&Resource) -> bool,
+        granted: impl Fn(&str) -> Option<f64>,
+    ) -> Resources {
+        /// What becomes of one entry.
+        #[derive(Clone, Copy)]
+        enum Take {
+            /// Stays.
+            No,
+            /// Moves into the offer.
+            Whole,
+            /// Stays; a copy goes into the offer (a range, set or text
+            /// entry, which `subtract` would not empty, or a shared one).
+            Copy,
+            /// Of a scalar, this much goes into the offer, the rest stays.
+            Part(Scalar),
+        }
+        // First what each entry gives (nothing changes yet: a volume that
+        // would be cut gives nothing at all). An agent's free list has a
+        // handful of entries.
+        let mut takes: smallvec::SmallVec<[Take; 8]> = smallvec::SmallVec::new();
+        for (i, entry) in self.entries.iter().enumerate() {
             let r = &entry.resource;
-            if !keep(r) {
-                continue;
-            }
-            let allowed = match reservation_role(r) {
-                None => true,
-                Some(reserved) => reserved == role || is_strict_subrole(role, reserved),
-            };
+            let allowed = keep(r)
+                && match reservation_role(r) {
+                    None => true,
+                    Some(reserved) => reserved == role || is_strict_subrole(role, reserved),
+                };
             if !allowed {
+                takes.push(Take::No);
                 continue;
             }
             if r.r#type() != v1::value::Type::Scalar {
-                out.entries.push(entry.clone());
+                // Text values are not emptied by a subtraction: they stay.
+                takes.push(if r.r#type() == v1::value::Type::Text {
+                    Take::Copy
+                } else {
+                    Take::Whole
+                });
                 continue;
             }
             // What of the grant is left: the grant less the entries of this
-            // name taken so far (a handful of entries; no map needed).
+            // name taken so far.
             let Some(grant) = granted(&r.name) else {
+                takes.push(Take::No);
                 continue;
             };
-            let taken = out
-                .entries
+            let taken = self.entries[..i]
                 .iter()
-                .filter(|e| {
+                .zip(&takes)
+                .filter(|(e, _)| {
                     e.resource.name == r.name && e.resource.r#type() == v1::value::Type::Scalar
                 })
-                .fold(Scalar::ZERO, |sum, e| sum + kind::scalar(&e.resource));
+                .fold(Scalar::ZERO, |sum, (e, t)| match t {
+                    Take::No => sum,
+                    Take::Whole | Take::Copy => sum + kind::scalar(&e.resource),
+                    Take::Part(p) => sum + *p,
+                });
             let budget = Scalar::from_f64(grant) - taken;
             if budget <= Scalar::ZERO {
+                takes.push(Take::No);
                 continue;
             }
-            let mut part = entry.clone();
-            if entry.shared_count.is_none() && kind::scalar(r) > budget {
+            let value = kind::scalar(r);
+            takes.push(if entry.shared_count.is_some() {
+                // Shared: offered as it is; its count goes with it.
+                Take::Whole
+            } else if value > budget {
                 if is_indivisible(r) {
                     // A volume or a MOUNT or BLOCK disk is offered whole or
                     // not at all: no part of this grant.
                     return Resources::default();
                 }
-                set_scalar(&mut part.resource, budget);
+                Take::Part(budget)
+            } else {
+                Take::Whole
+            });
+        }
+        let mut out = Resources::default();
+        if takes.iter().all(|t| matches!(t, Take::No)) {
+            return out;
+        }
+        if takes.iter().all(|t| matches!(t, Take::Whole)) {
+            // All of it (an agent's whole remainder in one lease): the list
+            // itself moves into the offer.
+            out.entries = std::mem::take(&mut self.entries);
+            return out;
+        }
+        out.entries.reserve(takes.len());
+        let entries = std::mem::take(&mut self.entries);
+        self.entries.reserve(takes.len());
+        for (mut entry, take) in entries.into_iter().zip(takes) {
+            match take {
+                Take::No => self.entries.push(entry),
+                Take::Whole => out.entries.push(entry),
+                Take::Copy => {
+                    out.entries.push(entry.clone());
+                    self.entries.push(entry);
+                }
+                Take::Part(part) => {
+                    let mut piece = entry.clone();
+                    set_scalar(&mut piece.resource, part);
+                    let rest = kind::scalar(&entry.resource) - part;
+                    set_scalar(&mut entry.resource, rest);
+                    // Entries of a normalised collection stay apart in a
+                    // part of it.
+                    out.entries.push(piece);
+                    self.entries.push(entry);
+                }
             }
-            // Entries of a normalised collection stay apart in a part of it.
-            out.entries.push(part);
         }
         out
     }
