@@ -123,7 +123,7 @@ fuzz_target!(|data: &[u8]| {
     let inexact: std::collections::HashSet<String> = entries
         .iter()
         .filter(|x| x.scalar.as_ref().is_some_and(|v| v.value >= 4.0e12))
-        .map(|x| unisched_mesos::master::units::scalar_to_core(&x.name, 0.0).0)
+        .map(|x| unisched_mesos::master::units::core_name(&x.name).to_string())
         .collect();
     let two = to_core(doubled.iter());
     for (name, q) in &one.resources {

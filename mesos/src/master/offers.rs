@@ -222,9 +222,10 @@ impl Master {
         for lease in &leases {
             self.offer_by_lease.insert(lease.clone(), id.clone());
         }
-        // The framework's list of this run (a framework that went has
-        // nobody to send to: its offer is recorded as before and goes with
-        // the framework's removal).
+        // The framework's list of this run. (The part was made for a
+        // connected framework earlier in this same call, so the framework is
+        // there; were it not, the offer would still be recorded and go with
+        // the framework's removal.)
         let slot = self.frameworks.get_mut(&framework).map(|f| {
             f.offers.insert(id.clone());
             if f.offer_run.0 != run {

@@ -17,62 +17,85 @@ use crate::v1;
 /// Bytes in a Mesos megabyte.
 const MB: f64 = 1_048_576.0;
 
-/// The core's name and scale for a Mesos scalar resource name.
-fn core_unit(name: &str) -> (&str, f64) {
-    match name {
-        "cpus" => ("vcore", 1000.0),
-        "mem" => ("memory", MB),
-        "disk" => ("disk", MB),
-        other => (other, 1000.0),
+/// How the core counts a scalar: in thousandths of the Mesos unit, or (for
+/// mem and disk) in bytes of the Mesos MB.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unit {
+    Thousandths,
+    Bytes,
+}
+
+impl Unit {
+    /// Core units per Mesos unit.
+    fn scale(self) -> f64 {
+        match self {
+            Unit::Thousandths => 1000.0,
+            Unit::Bytes => MB,
+        }
+    }
+
+    /// A value in Mesos thousandths in this unit: thousandths stay as they
+    /// are, MB thousandths become bytes, rounded half away from zero and
+    /// saturated at the ends of i64. Integer arithmetic throughout, so the
+    /// result is exact at every magnitude (an f64 holds whole numbers exactly
+    /// only up to 2^53, which a few thousand TB of memory in bytes passes).
+    fn of_millis(self, millis: i64) -> i64 {
+        if self == Unit::Thousandths {
+            return millis;
+        }
+        let scaled = i128::from(millis) * MB as i128;
+        let half = if scaled < 0 { -500 } else { 500 };
+        let bytes = (scaled + half) / 1000;
+        bytes.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
     }
 }
 
-/// The Mesos name and scale of a core resource name (the inverse of
-/// [`core_unit`]).
-fn mesos_unit(core_name: &str) -> (&str, f64) {
-    match core_name {
-        "vcore" => ("cpus", 1000.0),
-        "memory" => ("mem", MB),
-        "disk" => ("disk", MB),
-        other => (other, 1000.0),
+/// The core's name and unit for a Mesos scalar resource name.
+fn core_unit(name: &str) -> (&str, Unit) {
+    match name {
+        "cpus" => ("vcore", Unit::Thousandths),
+        "mem" => ("memory", Unit::Bytes),
+        "disk" => ("disk", Unit::Bytes),
+        other => (other, Unit::Thousandths),
     }
+}
+
+/// The Mesos name and unit of a core resource name (the inverse of
+/// [`core_unit`]).
+fn mesos_unit(core_name: &str) -> (&str, Unit) {
+    match core_name {
+        "vcore" => ("cpus", Unit::Thousandths),
+        "memory" => ("mem", Unit::Bytes),
+        "disk" => ("disk", Unit::Bytes),
+        other => (other, Unit::Thousandths),
+    }
+}
+
+/// The core's name of a Mesos scalar resource name.
+pub fn core_name(name: &str) -> &str {
+    core_unit(name).0
 }
 
 /// A Mesos scalar value in core units.
 pub fn scalar_to_core(name: &str, value: f64) -> (String, i64) {
-    let (core, _) = core_unit(name);
+    let (core, unit) = core_unit(name);
     (
         core.to_string(),
-        millis_to_core(name, Scalar::from_f64(value).millis()),
+        unit.of_millis(Scalar::from_f64(value).millis()),
     )
-}
-
-/// A Mesos scalar given in thousandths, in the core's units: thousandths
-/// stay as they are, MB (mem, disk) become bytes, rounded half away from zero
-/// and saturated at the ends of i64. Integer arithmetic throughout, so the
-/// result is exact at every magnitude (an f64 holds whole numbers exactly only
-/// up to 2^53, which a few thousand TB of memory in bytes already passes).
-fn millis_to_core(name: &str, millis: i64) -> i64 {
-    if !matches!(name, "mem" | "disk") {
-        return millis;
-    }
-    let scaled = i128::from(millis) * 1_048_576;
-    let half = if scaled < 0 { -500 } else { 500 };
-    let bytes = (scaled + half) / 1000;
-    bytes.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
 }
 
 /// A core quantity as a Mesos scalar (three decimals, as Mesos keeps them).
 pub fn scalar_from_core(core_name: &str, value: i64) -> (String, f64) {
-    let (name, scale) = mesos_unit(core_name);
-    let v = value as f64 / scale;
+    let (name, unit) = mesos_unit(core_name);
+    let v = value as f64 / unit.scale();
     (name.to_string(), (v * 1000.0).round() / 1000.0)
 }
 
 /// How much of the Mesos scalar `name` a core resource map holds (in Mesos
 /// units, three decimals); `None` when it holds none of it.
 pub fn granted_scalar(core: &si::Resource, name: &str) -> Option<f64> {
-    let (core_name, scale) = core_unit(name);
+    let (core_name, unit) = core_unit(name);
     // A lease names a few types: a scan of them is cheaper than hashing
     // the name with the map's SipHash.
     let q = if core.resources.len() <= 8 {
@@ -82,7 +105,7 @@ pub fn granted_scalar(core: &si::Resource, name: &str) -> Option<f64> {
     } else {
         core.resources.get(core_name)?
     };
-    Some(((q.value as f64 / scale) * 1000.0).round() / 1000.0)
+    Some(((q.value as f64 / unit.scale()) * 1000.0).round() / 1000.0)
 }
 
 /// The scalar part of Mesos resources as a core resource map (sums per name).
@@ -102,8 +125,9 @@ pub fn to_core<'a>(resources: impl IntoIterator<Item = &'a v1::Resource>) -> si:
         resources: sums
             .into_iter()
             .map(|(name, v)| {
-                let q = millis_to_core(name, v.millis());
-                (core_unit(name).0.to_string(), si::Quantity { value: q })
+                let (core, unit) = core_unit(name);
+                let value = unit.of_millis(v.millis());
+                (core.to_string(), si::Quantity { value })
             })
             .filter(|(_, q)| q.value != 0)
             .collect(),
@@ -292,8 +316,8 @@ mod tests {
         assert_eq!(q(&small, "memory"), None);
         assert_eq!(q(&to_core(&[scalar("mem", 0.001)]), "memory"), Some(1049));
         // Beyond 2^53 thousandths (where an f64 is no longer exact) two copies
-        // are still exactly twice one: the fuzzer's case of 4.5e15 of a custom
-        // scalar, and mem of a few billion MB.
+        // are still twice one: 4.5e15 of a custom scalar, and mem of a few
+        // billion MB (in bytes past 2^53).
         for (name, core, v) in [
             ("zis", "zis", 4_555_555_555_555_555.0),
             ("mem", "memory", 4.0e9 + 0.123),

@@ -559,8 +559,8 @@ impl Resources {
             No,
             /// Moves into the offer.
             Whole,
-            /// Stays; a copy goes into the offer (a range, set or text
-            /// entry, which `subtract` would not empty, or a shared one).
+            /// Stays; a copy goes into the offer (a text entry, which
+            /// `subtract` does not empty).
             Copy,
             /// Of a scalar, this much goes into the offer, the rest stays.
             Part(Scalar),
