@@ -42,6 +42,8 @@ pub fn policy_change(min: &[Resources]) -> OfferChange {
 /// and the leases of the agent's pools it is made of, with what the event
 /// needs of the agent.
 struct Part {
+    /// The framework's place in the run's list of OFFERS events.
+    slot: usize,
     framework: String,
     role: String,
     agent: String,
@@ -87,18 +89,32 @@ impl Master {
         self.offers.reserve(leases);
         self.offer_by_lease.reserve(leases);
         let mut parts: Vec<Part> = Vec::with_capacity(leases);
+        // The run's frameworks, in the order of their first part, with
+        // their number of parts (one offer each).
+        let mut slots: Vec<(String, usize)> = Vec::new();
         for lease in response.new {
             if lease.allocation_key != lease.application_id {
                 continue;
             }
-            self.lease_part(lease, run, &mut parts);
+            self.lease_part(lease, run, &mut parts, &mut slots);
         }
-        // One OFFERS event per framework, sent in the order of their ids.
-        let mut by_framework: Vec<(String, Vec<v1::Offer>)> = Vec::new();
+        // One OFFERS event per framework, sent in the order of their ids;
+        // each list sized for its offers.
+        let mut by_framework: Vec<(String, Vec<v1::Offer>)> = slots
+            .into_iter()
+            .map(|(framework, n)| (framework, Vec::with_capacity(n)))
+            .collect();
         // The offers of one run are made at one time.
         let now = self.now();
         for part in parts {
-            self.make_offer(part, run, now, &mut by_framework);
+            self.make_offer(part, now, &mut by_framework);
+        }
+        // Each framework's offers join its set once per run (one lookup
+        // of the framework, not one per offer).
+        for (framework, offers) in &by_framework {
+            if let Some(f) = self.frameworks.get_mut(framework) {
+                f.offers.extend(offers.iter().map(|o| o.id.value.clone()));
+            }
         }
         by_framework.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         for (framework, offers) in by_framework {
@@ -125,7 +141,13 @@ impl Master {
     /// the agent's free resources, into the run's part for its framework,
     /// role and agent (a new one, or the one another pool's lease started);
     /// the lease is released when it cannot become part of an offer.
-    fn lease_part(&mut self, lease: si::Allocation, run: u64, parts: &mut Vec<Part>) {
+    fn lease_part(
+        &mut self,
+        lease: si::Allocation,
+        run: u64,
+        parts: &mut Vec<Part>,
+        slots: &mut Vec<(String, usize)>,
+    ) {
         // The books are borrowed field by field: nothing is copied until a
         // part is made.
         let Master {
@@ -140,13 +162,13 @@ impl Master {
             .get(&lease.application_id)
             // The framework left, or is disconnected, while the lease was
             // on its way; or the agent went.
-            .filter(|(framework, _)| frameworks.get(framework).is_some_and(|f| f.connected()))
             .and_then(|(framework, role)| {
+                let f = frameworks.get_mut(framework).filter(|f| f.connected())?;
                 let (agent_id, pool) = nodes.get(&lease.node_id)?;
                 let agent = agents.get_mut(agent_id)?;
-                Some((framework, role, agent_id, pool, agent))
+                Some((framework, f, role, agent_id, pool, agent))
             });
-        let Some((framework, role, agent_id, pool, agent)) = found else {
+        let Some((framework, f, role, agent_id, pool, agent)) = found else {
             core.release(lease.application_id, lease.allocation_id);
             return;
         };
@@ -174,6 +196,12 @@ impl Master {
             }
             None => {
                 agent.run_parts.1.push(parts.len());
+                if f.offer_run.0 != run {
+                    f.offer_run = (run, slots.len());
+                    slots.push((framework.clone(), 0));
+                }
+                let slot = f.offer_run.1;
+                slots[slot].1 += 1;
                 let executor_ids = agent
                     .executors
                     .keys()
@@ -181,6 +209,7 @@ impl Master {
                     .map(|(_, e)| v1::ExecutorId { value: e.clone() })
                     .collect();
                 parts.push(Part {
+                    slot,
                     framework: framework.clone(),
                     role: role.clone(),
                     agent: agent_id.clone(),
@@ -195,15 +224,11 @@ impl Master {
     }
 
     /// Records an offer of a run's part (its resources in unallocated form)
-    /// and adds its event to the framework's list of this run.
-    fn make_offer(
-        &mut self,
-        part: Part,
-        run: u64,
-        now: u64,
-        by_framework: &mut Vec<(String, Vec<v1::Offer>)>,
-    ) {
+    /// and adds its event to the framework's list of this run (the caller
+    /// adds its id to the framework's set).
+    fn make_offer(&mut self, part: Part, now: u64, by_framework: &mut [(String, Vec<v1::Offer>)]) {
         let Part {
+            slot,
             framework,
             role,
             agent: agent_id,
@@ -222,18 +247,6 @@ impl Master {
         for lease in &leases {
             self.offer_by_lease.insert(lease.clone(), id.clone());
         }
-        // The framework's list of this run. (The part was made for a
-        // connected framework earlier in this same call, so the framework is
-        // there; were it not, the offer would still be recorded and go with
-        // the framework's removal.)
-        let slot = self.frameworks.get_mut(&framework).map(|f| {
-            f.offers.insert(id.clone());
-            if f.offer_run.0 != run {
-                f.offer_run = (run, by_framework.len());
-                by_framework.push((framework.clone(), Vec::new()));
-            }
-            f.offer_run.1
-        });
         if let Some(t) = self.settings.offer_timeout {
             self.after(t, Timer::OfferTimeout(id.clone()));
         }
@@ -249,9 +262,6 @@ impl Master {
                 created: now,
             },
         );
-        let Some(slot) = slot else {
-            return;
-        };
         // The event takes the strings the books did not need.
         by_framework[slot].1.push(v1::Offer {
             id: v1::OfferId { value: id },
