@@ -5,9 +5,13 @@
 //! Scalars: `cpus` become the core's `vcore` in thousandths (Mesos keeps three
 //! decimals, so this is exact), `mem` and `disk` become `memory` and `disk` in
 //! bytes (a MB is 2^20 bytes; a fraction of a byte is rounded), and every
-//! other scalar keeps its name, in thousandths. Ranges and sets (ports) stay
+//! other scalar keeps its name, in thousandths (custom scalars named `vcore`
+//! or `memory`, or starting with `mesos:`, get the prefix `mesos:`, so none
+//! adds to cpus or mem). Ranges and sets (ports) stay
 //! with the master: the core decides who gets an agent by its scalars, and an
 //! offer carries the agent's free ranges and sets with them.
+
+use std::borrow::Cow;
 
 use unisched_si as si;
 
@@ -50,13 +54,24 @@ impl Unit {
     }
 }
 
+/// The prefix that keeps a custom Mesos scalar apart from the core's own
+/// names: a Mesos resource named `vcore` or `memory` (which `cpus` and
+/// `mem` become), or one that starts with the prefix, reaches the core as
+/// `mesos:vcore`, `mesos:memory`, `mesos:mesos:...`, so that the mapping is
+/// one to one and no custom scalar adds to (or overwrites) cpus or mem.
+const ESCAPE: &str = "mesos:";
+
 /// The core's name and unit for a Mesos scalar resource name.
-fn core_unit(name: &str) -> (&str, Unit) {
+fn core_unit(name: &str) -> (Cow<'_, str>, Unit) {
     match name {
-        "cpus" => ("vcore", Unit::Thousandths),
-        "mem" => ("memory", Unit::Bytes),
-        "disk" => ("disk", Unit::Bytes),
-        other => (other, Unit::Thousandths),
+        "cpus" => (Cow::Borrowed("vcore"), Unit::Thousandths),
+        "mem" => (Cow::Borrowed("memory"), Unit::Bytes),
+        "disk" => (Cow::Borrowed("disk"), Unit::Bytes),
+        "vcore" | "memory" => (Cow::Owned(format!("{ESCAPE}{name}")), Unit::Thousandths),
+        other if other.starts_with(ESCAPE) => {
+            (Cow::Owned(format!("{ESCAPE}{other}")), Unit::Thousandths)
+        }
+        other => (Cow::Borrowed(other), Unit::Thousandths),
     }
 }
 
@@ -67,12 +82,15 @@ fn mesos_unit(core_name: &str) -> (&str, Unit) {
         "vcore" => ("cpus", Unit::Thousandths),
         "memory" => ("mem", Unit::Bytes),
         "disk" => ("disk", Unit::Bytes),
-        other => (other, Unit::Thousandths),
+        other => (
+            other.strip_prefix(ESCAPE).unwrap_or(other),
+            Unit::Thousandths,
+        ),
     }
 }
 
 /// The core's name of a Mesos scalar resource name.
-pub fn core_name(name: &str) -> &str {
+pub fn core_name(name: &str) -> Cow<'_, str> {
     core_unit(name).0
 }
 
@@ -80,7 +98,7 @@ pub fn core_name(name: &str) -> &str {
 pub fn scalar_to_core(name: &str, value: f64) -> (String, i64) {
     let (core, unit) = core_unit(name);
     (
-        core.to_string(),
+        core.into_owned(),
         unit.of_millis(Scalar::from_f64(value).millis()),
     )
 }
@@ -101,9 +119,9 @@ pub fn granted_scalar(core: &si::Resource, name: &str) -> Option<f64> {
     let q = if core.resources.len() <= 8 {
         core.resources
             .iter()
-            .find_map(|(k, q)| (k == core_name).then_some(q))?
+            .find_map(|(k, q)| (*k == core_name).then_some(q))?
     } else {
-        core.resources.get(core_name)?
+        core.resources.get(core_name.as_ref())?
     };
     Some(((q.value as f64 / unit.scale()) * 1000.0).round() / 1000.0)
 }
@@ -127,7 +145,7 @@ pub fn to_core<'a>(resources: impl IntoIterator<Item = &'a v1::Resource>) -> si:
             .map(|(name, v)| {
                 let (core, unit) = core_unit(name);
                 let value = unit.of_millis(v.millis());
-                (core.to_string(), si::Quantity { value })
+                (core.into_owned(), si::Quantity { value })
             })
             .filter(|(_, q)| q.value != 0)
             .collect(),
@@ -281,12 +299,25 @@ mod tests {
             ("mem", 32.0),
             ("disk", 4096.0),
             ("gpus", 1.0),
+            ("memory", 3.0),
+            ("vcore", 0.5),
+            ("mesos:memory", 2.0),
+            ("mesos:", 1.0),
         ] {
             let (core, q) = scalar_to_core(name, v);
             let (back, w) = scalar_from_core(&core, q);
             assert_eq!((back.as_str(), w), (name, v));
         }
         assert_eq!(scalar_to_core("cpus", 1.5), ("vcore".to_string(), 1500));
+        // Custom scalars never take the core names of cpus and mem.
+        assert_eq!(
+            scalar_to_core("memory", 3.0),
+            ("mesos:memory".to_string(), 3000)
+        );
+        assert_eq!(
+            scalar_to_core("mesos:memory", 2.0),
+            ("mesos:mesos:memory".to_string(), 2000)
+        );
         assert_eq!(
             scalar_to_core("mem", 1.0),
             ("memory".to_string(), 1_048_576)
@@ -300,6 +331,27 @@ mod tests {
             scalar: Some(v1::value::Scalar { value }),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn custom_scalars_named_like_core_resources_stay_apart() {
+        // An agent with cpus and mem and custom scalars that carry the core
+        // names those two become: each keeps its own value in the core.
+        let core = to_core(&[
+            scalar("cpus", 2.0),
+            scalar("mem", 1.0),
+            scalar("vcore", 7.0),
+            scalar("memory", 5.0),
+        ]);
+        let q = |n: &str| core.resources.get(n).map(|q| q.value);
+        assert_eq!(q("vcore"), Some(2000));
+        assert_eq!(q("memory"), Some(1_048_576));
+        assert_eq!(q("mesos:vcore"), Some(7000));
+        assert_eq!(q("mesos:memory"), Some(5000));
+        assert_eq!(core.resources.len(), 4);
+        assert_eq!(granted_scalar(&core, "memory"), Some(5.0));
+        assert_eq!(granted_scalar(&core, "mem"), Some(1.0));
+        assert_eq!(granted_scalar(&core, "vcore"), Some(7.0));
     }
 
     #[test]
