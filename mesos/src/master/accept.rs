@@ -180,7 +180,7 @@ impl Master {
         let mut role: Option<&str> = None;
         let mut agent: Option<&str> = None;
         for id in ids {
-            let Some(offer) = self.offers.get(&id.value) else {
+            let Some(offer) = self.offers.get(id.value.as_str()) else {
                 return Err(format!("Offer {} is no longer valid", id.value));
             };
             if offer.framework != framework {
@@ -220,7 +220,7 @@ impl Master {
             for id in &accept.offer_ids {
                 if self
                     .offers
-                    .get(&id.value)
+                    .get(id.value.as_str())
                     .is_some_and(|o| o.framework == framework)
                 {
                     self.rescind(&id.value, false);

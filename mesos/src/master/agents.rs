@@ -1,6 +1,8 @@
 //! Agents join (a node of the core) and leave (their offers rescinded, their
 //! tasks lost, frameworks told with FAILURE).
 
+use std::sync::Arc;
+
 use super::state::{Agent, Master};
 use crate::v1;
 use crate::v1::scheduler::{Event, event};
@@ -44,7 +46,7 @@ impl Master {
         if !self.agents.contains_key(id) {
             return;
         }
-        let offers: Vec<String> = self
+        let offers: Vec<Arc<str>> = self
             .offers
             .values()
             .filter(|o| o.agent == id)

@@ -13,6 +13,7 @@
 //! leads from Connected; a removed framework's id is refused afterwards.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use tokio::sync::mpsc;
 
@@ -113,7 +114,7 @@ pub struct Framework {
     /// The open stream while connected.
     pub stream: Option<Stream>,
     /// Outstanding offers.
-    pub offers: BTreeSet<String>,
+    pub offers: BTreeSet<Arc<str>>,
     /// Its tasks by task id (the key into the master's task table).
     pub tasks: BTreeSet<String>,
     /// Tasks that ended and were acknowledged, newest last (for reports).

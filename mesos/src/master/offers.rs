@@ -1,6 +1,7 @@
 //! Offers: the core's leases become OFFERS events; DECLINE, REVIVE,
 //! SUPPRESS; offers rescinded, discarded or timed out give their lease back.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use unisched_core::scheduler::offers::OfferChange;
@@ -113,7 +114,13 @@ impl Master {
         // of the framework, not one per offer).
         for (framework, offers) in &by_framework {
             if let Some(f) = self.frameworks.get_mut(framework) {
-                f.offers.extend(offers.iter().map(|o| o.id.value.clone()));
+                let books = &self.offers;
+                f.offers.extend(
+                    offers
+                        .iter()
+                        .filter_map(|o| books.get_key_value(o.id.value.as_str()))
+                        .map(|(id, _)| id.clone()),
+                );
             }
         }
         by_framework.sort_unstable_by(|a, b| a.0.cmp(&b.0));
@@ -239,21 +246,23 @@ impl Master {
             mut resources,
         } = part;
         let id = self.new_offer_id();
+        // The books share one copy of the id; the event has its own.
+        let shared: Arc<str> = Arc::from(id.as_str());
         resources.allocate(&role);
         let event_resources = resources.to_vec();
         let allocation_info = Some(v1::resource::AllocationInfo {
             role: Some(role.clone()),
         });
         for lease in &leases {
-            self.offer_by_lease.insert(lease.clone(), id.clone());
+            self.offer_by_lease.insert(lease.clone(), shared.clone());
         }
         if let Some(t) = self.settings.offer_timeout {
-            self.after(t, Timer::OfferTimeout(id.clone()));
+            self.after(t, Timer::OfferTimeout(shared.clone()));
         }
         self.offers.insert(
-            id.clone(),
+            shared.clone(),
             Offer {
-                id: id.clone(),
+                id: shared,
                 framework: framework.clone(),
                 resources,
                 role,
@@ -316,7 +325,7 @@ impl Master {
                     r#type: Some(event::Type::Rescind as i32),
                     rescind: Some(event::Rescind {
                         offer_id: v1::OfferId {
-                            value: offer.id.clone(),
+                            value: offer.id.to_string(),
                         },
                     }),
                     ..Default::default()
@@ -372,7 +381,7 @@ impl Master {
         for id in decline.offer_ids {
             let owned = self
                 .offers
-                .get(&id.value)
+                .get(id.value.as_str())
                 .is_some_and(|o| o.framework == framework);
             if !owned {
                 continue;
@@ -485,7 +494,9 @@ impl Master {
                 Event {
                     r#type: Some(event::Type::Rescind as i32),
                     rescind: Some(event::Rescind {
-                        offer_id: v1::OfferId { value: o.id },
+                        offer_id: v1::OfferId {
+                            value: o.id.to_string(),
+                        },
                     }),
                     ..Default::default()
                 },

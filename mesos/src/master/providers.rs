@@ -26,6 +26,7 @@
 //! OPERATION_UNREACHABLE until it subscribes again with its id. Upstream
 //! sends providers no heartbeats, and neither does this master.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
@@ -405,7 +406,7 @@ impl Master {
 
     /// Rescinds every outstanding offer that holds the provider's resources.
     fn rescind_provider_offers(&mut self, provider: &str) {
-        let holding: Vec<String> = self
+        let holding: Vec<Arc<str>> = self
             .offers
             .values()
             .filter(|o| {

@@ -145,7 +145,7 @@ impl Master {
             .map(|o| {
                 offered.add(&o.resources);
                 json!({
-                    "id": o.id,
+                    "id": &*o.id,
                     "framework_id": o.framework,
                     "allocation_info": {"role": o.role},
                     "slave_id": o.agent,

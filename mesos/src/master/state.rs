@@ -170,8 +170,9 @@ impl Agent {
 /// An outstanding offer: leases of the core shown to a framework.
 #[derive(Debug, Clone)]
 pub struct Offer {
-    /// Offer id.
-    pub id: String,
+    /// Offer id (shared with the books' keys, the framework's set and the
+    /// offer's timer).
+    pub id: Arc<str>,
     /// The framework it was made to.
     pub framework: String,
     /// The role it was allocated to.
@@ -224,7 +225,7 @@ pub enum Timer {
     /// A task's update in flight may be due for a retry.
     StatusRetry(String, String),
     /// An offer may have timed out.
-    OfferTimeout(String),
+    OfferTimeout(Arc<str>),
     /// An operation's status update in flight may be due for a retry (by
     /// operation uuid).
     OperationRetry(Vec<u8>),
@@ -458,9 +459,9 @@ pub struct Master {
     /// Agents by id.
     pub agents: FastMap<String, Agent>,
     /// Outstanding offers by id.
-    pub offers: FastMap<String, Offer>,
+    pub offers: FastMap<Arc<str>, Offer>,
     /// Offer id by lease (core allocation id).
-    pub offer_by_lease: FastMap<String, String>,
+    pub offer_by_lease: FastMap<String, Arc<str>>,
     /// Tasks by (framework id, task id).
     pub tasks: FastMap<(String, String), Task>,
     /// (framework, role) by core application id.

@@ -1,6 +1,7 @@
 //! Frameworks come and go: SUBSCRIBE (new, resubscribe, failover),
 //! UPDATE_FRAMEWORK, a stream that closes, the failover timeout, TEARDOWN.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
@@ -238,7 +239,7 @@ impl Master {
     /// A role leaves a framework: its offers go back and its application is
     /// removed from the core once no task holds resources in it.
     fn remove_role(&mut self, framework: &str, role: &str) {
-        let offers: Vec<String> = self.frameworks[framework]
+        let offers: Vec<Arc<str>> = self.frameworks[framework]
             .offers
             .iter()
             .filter(|o| self.offers.get(*o).is_some_and(|o| o.role == role))
@@ -294,7 +295,7 @@ impl Master {
     /// takes back its outstanding offers (rescinded when its stream is open).
     fn deactivate(&mut self, id: &str, rescind: bool) {
         let f = &self.frameworks[id];
-        let offers: Vec<String> = f.offers.iter().cloned().collect();
+        let offers: Vec<Arc<str>> = f.offers.iter().cloned().collect();
         let changes: Vec<OfferChange> = f
             .roles
             .iter()
