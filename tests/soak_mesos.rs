@@ -293,3 +293,44 @@ fn the_live_state_is_the_state_without_what_ended() {
     }
     assert_eq!(full, live);
 }
+
+/// The summary lines of `unisched soak --mesos` that count what happened
+/// (not the wall time), with `UNISCHED_OFFER_RUN_PART` set or not.
+fn soak_counts(part: Option<&str>) -> Vec<String> {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_unisched"));
+    cmd.args([
+        "soak",
+        "--mesos",
+        "--seed",
+        "11",
+        "--seeds",
+        "3",
+        "--steps",
+        "300",
+        "--no-shrink",
+    ])
+    .env("RUST_LOG", "off");
+    if let Some(part) = part {
+        cmd.env("UNISCHED_OFFER_RUN_PART", part);
+    }
+    let out = cmd.output().expect("run unisched soak --mesos");
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains(" 0 seeds with violations"), "{text}");
+    let counts: Vec<String> = text
+        .lines()
+        .filter(|l| l.starts_with("  virtual seconds") || l.starts_with("  providers:"))
+        .map(str::to_string)
+        .collect();
+    assert_eq!(counts.len(), 2, "{text}");
+    counts
+}
+
+/// An allocation run the core sends in parts (here one lease a part, so
+/// every run of the soak is) is applied by the master as one step: no
+/// violation, and the same decisions as when each run comes whole.
+#[test]
+fn allocation_runs_sent_in_parts_decide_as_whole_runs() {
+    assert_eq!(soak_counts(Some("1")), soak_counts(None));
+}

@@ -142,8 +142,19 @@ pub trait SchedulerApi: Send + Sync {
 pub trait ResourceManagerCallback: Send + Sync {
     /// New allocations, released allocations (confirmations and core decisions),
     /// released asks and rejections. One call carries all the allocations of a
-    /// scheduling pass.
+    /// scheduling pass, or the last of them (see
+    /// [`update_allocation_partial`](Self::update_allocation_partial)).
     fn update_allocation(&self, response: si::AllocationResponse) -> CallbackResult<()>;
+
+    /// Part of a long allocation run that is still going on: more of the same
+    /// pass follows, and its last part comes through
+    /// [`update_allocation`](Self::update_allocation). Only an offer
+    /// partition's run (one whole allocation run per pass) is sent in parts,
+    /// so that the RM can work on the first leases while the core makes the
+    /// rest. By default the part is handled as a response of its own.
+    fn update_allocation_partial(&self, response: si::AllocationResponse) -> CallbackResult<()> {
+        self.update_allocation(response)
+    }
 
     /// Accepted and rejected applications, and application state changes.
     fn update_application(&self, response: si::ApplicationResponse) -> CallbackResult<()>;

@@ -54,6 +54,24 @@ pub struct PassContext<'a> {
     /// Applications passed over because no pending ask fits their queue
     /// headroom (see `Partition::no_pending_ask_fits`).
     pub apps_passed_over: usize,
+    /// Where an offer run sends its results in parts while it goes on (the
+    /// RM's dispatcher), so the RM turns the first leases into offers while
+    /// the core makes the rest. None: everything goes at the flush.
+    pub send_part: Option<&'a mut dyn FnMut(super::partition::Outbox)>,
+}
+
+/// Leases an offer run makes before it sends them as a part of the run:
+/// 1,024, or `UNISCHED_OFFER_RUN_PART` (read once; the soak sets it small so
+/// that its runs are sent in parts).
+pub fn offer_run_part() -> usize {
+    static PART: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *PART.get_or_init(|| {
+        std::env::var("UNISCHED_OFFER_RUN_PART")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .filter(|&n| n > 0)
+            .unwrap_or(1024)
+    })
 }
 
 impl<'a> PassContext<'a> {
@@ -78,6 +96,7 @@ impl<'a> PassContext<'a> {
             headroom_memo: Vec::new(),
             asks_tried: 0,
             apps_passed_over: 0,
+            send_part: None,
         }
     }
 

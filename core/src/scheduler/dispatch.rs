@@ -124,6 +124,7 @@ impl WireBuilder {
             placed,
             released,
             partition_name,
+            partial: _,
         } = batch;
         // The core reports every release through `released`.
         response
@@ -172,6 +173,10 @@ fn deliver_all(
                 drop(token);
                 continue;
             }
+            Outgoing::Allocation(batch) if batch.partial => (
+                "update_allocation_partial",
+                guarded(|| callback.update_allocation_partial(wire.response(batch))),
+            ),
             Outgoing::Allocation(batch) => (
                 "update_allocation",
                 guarded(|| callback.update_allocation(wire.response(batch))),

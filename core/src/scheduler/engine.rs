@@ -743,6 +743,21 @@ impl Engine {
             };
             let mut ctx = PassContext::new(now, budget, delay, pred_ref);
             ctx.reservation_timeout = reservation_timeout;
+            // An offer run goes to its RM in parts while it is made.
+            let dispatcher = self
+                .rms
+                .get(&p.rm_id)
+                .filter(|_| p.offers.is_some())
+                .map(|rm| &rm.dispatcher);
+            let part_name = dispatcher.map(|_| p.plain_name().to_string());
+            let mut send_part = |out: super::partition::Outbox| {
+                if let (Some(d), Some(name)) = (dispatcher, part_name.as_deref()) {
+                    send_outbox(d, out, name, RunPart::More);
+                }
+            };
+            if dispatcher.is_some() {
+                ctx.send_part = Some(&mut send_part);
+            }
             let result = catch_unwind(AssertUnwindSafe(|| p.schedule(&mut ctx)));
             p.end_offer_run();
             match result {
@@ -765,14 +780,20 @@ impl Engine {
     /// Hands every partition's results to its RM's dispatcher.
     fn flush(&mut self) {
         for p in self.partitions.values_mut() {
-            if p.outbox.is_empty() {
+            let in_parts = std::mem::take(&mut p.sent_in_parts);
+            if p.outbox.is_empty() && !in_parts {
                 continue;
             }
             let out = std::mem::take(&mut p.outbox);
             let Some(rm) = self.rms.get(&p.rm_id) else {
                 continue;
             };
-            send_outbox(&rm.dispatcher, out, p.plain_name());
+            let part = if in_parts {
+                RunPart::Last
+            } else {
+                RunPart::Whole
+            };
+            send_outbox(&rm.dispatcher, out, p.plain_name(), part);
         }
     }
 
@@ -780,7 +801,7 @@ impl Engine {
         for p in self.partitions.values_mut() {
             if p.rm_id.as_ref() == rm_id && !p.outbox.is_empty() {
                 let out = std::mem::take(&mut p.outbox);
-                send_outbox(&rm.dispatcher, out, p.plain_name());
+                send_outbox(&rm.dispatcher, out, p.plain_name(), RunPart::Whole);
             }
         }
     }
@@ -846,8 +867,26 @@ impl LastPartition {
     }
 }
 
-fn send_outbox(dispatcher: &Dispatcher, out: super::partition::Outbox, partition_name: &str) {
-    let (nodes, apps, allocs) = (out.has_node(), out.has_application(), out.has_allocation());
+/// Which part of a pass's results an outbox is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum RunPart {
+    /// All of them.
+    Whole,
+    /// A part of an offer run, more to follow.
+    More,
+    /// The last part of an offer run sent in parts: its allocation response
+    /// goes out even when empty, to end the run.
+    Last,
+}
+
+fn send_outbox(
+    dispatcher: &Dispatcher,
+    out: super::partition::Outbox,
+    partition_name: &str,
+    part: RunPart,
+) {
+    let (nodes, apps) = (out.has_node(), out.has_application());
+    let allocs = out.has_allocation() || part == RunPart::Last;
     if nodes {
         dispatcher.send(Outgoing::Node(out.node));
     }
@@ -860,6 +899,7 @@ fn send_outbox(dispatcher: &Dispatcher, out: super::partition::Outbox, partition
             placed: out.placed,
             released: out.released,
             partition_name: partition_name.to_string(),
+            partial: part == RunPart::More,
         }));
     }
     for s in out.states {

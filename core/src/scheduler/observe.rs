@@ -308,8 +308,8 @@ impl ObservingCallback {
     }
 }
 
-impl ResourceManagerCallback for ObservingCallback {
-    fn update_allocation(&self, response: si::AllocationResponse) -> CallbackResult<()> {
+impl ObservingCallback {
+    fn count_allocation(&self, response: &si::AllocationResponse) {
         let m = &self.observer.metrics;
         Metrics::add(&m.allocated, response.new.len());
         Metrics::add(
@@ -317,7 +317,18 @@ impl ResourceManagerCallback for ObservingCallback {
             response.rejected.len() + response.rejected_allocations.len(),
         );
         Metrics::add(&m.released, response.released.len());
+    }
+}
+
+impl ResourceManagerCallback for ObservingCallback {
+    fn update_allocation(&self, response: si::AllocationResponse) -> CallbackResult<()> {
+        self.count_allocation(&response);
         self.inner.update_allocation(response)
+    }
+
+    fn update_allocation_partial(&self, response: si::AllocationResponse) -> CallbackResult<()> {
+        self.count_allocation(&response);
+        self.inner.update_allocation_partial(response)
     }
 
     fn update_application(&self, response: si::ApplicationResponse) -> CallbackResult<()> {

@@ -632,6 +632,12 @@ impl Partition {
             (Some(node), Some(offer)) => {
                 self.place_lease(app, node, offer, ctx.now);
                 ctx.made += 1;
+                if self.outbox.placed.len() >= super::allocate::offer_run_part()
+                    && let Some(send) = ctx.send_part.as_mut()
+                {
+                    self.sent_in_parts = true;
+                    send(std::mem::take(&mut self.outbox));
+                }
                 true
             }
             _ => false,

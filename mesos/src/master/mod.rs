@@ -58,7 +58,7 @@ mod subscribe;
 mod tasks;
 pub mod units;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -191,8 +191,11 @@ impl CallError {
 /// An answer from the core, forwarded by the RM callback.
 #[derive(Debug)]
 pub enum CoreUpdate {
-    /// Leases and releases, rejections.
+    /// Leases and releases, rejections: all of a pass, or the last part
+    /// of an allocation run sent in parts.
     Allocation(si::AllocationResponse, Instant),
+    /// A part of an allocation run that is still going on.
+    AllocationPart(si::AllocationResponse, Instant),
     /// Application results.
     Application(si::ApplicationResponse),
     /// Node results.
@@ -289,6 +292,14 @@ struct CoreCallback {
 impl ResourceManagerCallback for CoreCallback {
     fn update_allocation(&self, response: si::AllocationResponse) -> CallbackResult<()> {
         let _ = self.tx.send(Input::Core(CoreUpdate::Allocation(
+            response,
+            Instant::now(),
+        )));
+        Ok(())
+    }
+
+    fn update_allocation_partial(&self, response: si::AllocationResponse) -> CallbackResult<()> {
+        let _ = self.tx.send(Input::Core(CoreUpdate::AllocationPart(
             response,
             Instant::now(),
         )));
@@ -588,6 +599,8 @@ impl MasterHandle {
 const BATCH: usize = 1024;
 
 fn run(mut master: state::Master, rx: Receiver<Input>) {
+    // Inputs that came while an allocation run was open, in order.
+    let mut deferred = VecDeque::new();
     loop {
         let wait = master
             .next_timer()
@@ -603,15 +616,20 @@ fn run(mut master: state::Master, rx: Receiver<Input>) {
         let mut stop = false;
         match first {
             Ok(input) => {
-                stop |= master.apply_guarded(input);
+                stop |= master.take_input(input, &mut deferred);
                 for input in rx.try_iter().take(BATCH) {
-                    stop |= master.apply_guarded(input);
+                    stop |= master.take_input(input, &mut deferred);
                 }
             }
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => stop = true,
         }
-        master.after_inputs();
+        // While a run is open, the books are half way through it: no timer
+        // fires and nothing goes to the core until its last part is in.
+        if !master.run_open() {
+            stop |= master.apply_deferred(&mut deferred);
+            master.after_inputs();
+        }
         if stop {
             master.shutdown();
             break;
@@ -642,6 +660,40 @@ impl state::Master {
         }
         self.guarded(|m| m.close_broken_streams());
         self.core.flush();
+    }
+
+    /// Takes one input in. While an allocation run sent in parts is open,
+    /// only the run's parts are applied and any other input waits, so the
+    /// run is applied as one step, as when it comes in one part; the inputs
+    /// that waited go first once it is closed. True to stop.
+    fn take_input(&mut self, input: Input, deferred: &mut VecDeque<Input>) -> bool {
+        if matches!(input, Input::Shutdown) {
+            return true;
+        }
+        let leases = matches!(
+            input,
+            Input::Core(CoreUpdate::Allocation(..) | CoreUpdate::AllocationPart(..))
+        );
+        if leases && self.run_open() {
+            return self.apply_guarded(input);
+        }
+        if self.run_open() {
+            deferred.push_back(input);
+            return false;
+        }
+        if self.apply_deferred(deferred) {
+            return true;
+        }
+        self.apply_guarded(input)
+    }
+
+    /// Applies the inputs that waited for a run to close; true to stop.
+    fn apply_deferred(&mut self, deferred: &mut VecDeque<Input>) -> bool {
+        let mut stop = false;
+        while let Some(input) = deferred.pop_front() {
+            stop |= self.apply_guarded(input);
+        }
+        stop
     }
 
     /// Applies one input; true to stop.
@@ -743,7 +795,10 @@ impl state::Master {
     fn core_update(&mut self, update: CoreUpdate) {
         match update {
             CoreUpdate::Allocation(response, received) => {
-                self.allocation_response(response, received)
+                self.allocation_response(response, received, true)
+            }
+            CoreUpdate::AllocationPart(response, received) => {
+                self.allocation_response(response, received, false)
             }
             CoreUpdate::Application(response) => self.application_response(response),
             CoreUpdate::Node(response) => {

@@ -56,13 +56,34 @@ struct Part {
     resources: Resources,
 }
 
+/// An allocation run the core sends in parts, between its first part and
+/// its last: the parts made so far and the run's frameworks.
+pub(super) struct OpenRun {
+    run: u64,
+    parts: Vec<Part>,
+    /// The run's frameworks, in the order of their first part, with their
+    /// number of parts (one offer each).
+    slots: Vec<(String, usize)>,
+    /// When the first part came.
+    received: Instant,
+}
+
 impl Master {
+    /// True between the first and the last part of an allocation run sent
+    /// in parts.
+    pub(super) fn run_open(&self) -> bool {
+        self.open_run.is_some()
+    }
+
     /// What the core sent for our partition: leases to turn into offers,
-    /// releases it made itself, rejections.
+    /// releases it made itself, rejections. `last` is false for a part of
+    /// an allocation run that goes on: its leases become parts of offers,
+    /// and the offers are made and sent when the last part is in.
     pub(super) fn allocation_response(
         &mut self,
         response: si::AllocationResponse,
         received: Instant,
+        last: bool,
     ) {
         for released in &response.released {
             self.core_released(released);
@@ -73,32 +94,52 @@ impl Master {
         for rejected in &response.rejected {
             tracing::debug!(key = %rejected.allocation_key, reason = %rejected.reason, "the core refused an offer change");
         }
-        if response.new.is_empty() {
-            return;
-        }
+        let mut open = match self.open_run.take() {
+            Some(open) => open,
+            None if response.new.is_empty() => return,
+            None => {
+                // Counted before anything else, so no two runs share a
+                // number even when one stops half way.
+                self.counters.allocation_runs += 1;
+                OpenRun {
+                    run: self.counters.allocation_runs,
+                    parts: Vec::new(),
+                    slots: Vec::new(),
+                    received,
+                }
+            }
+        };
         // One offer per (framework, role, agent) of this run, made of the
         // leases of that agent's pools, in the order the core made them.
         // A run offers thousands of agents: an agent and a framework each
         // hold where this run keeps their parts and offers (`run_parts`,
         // `offer_run`, valid for this run's number), so no map keyed by
-        // their long ids is built per run, and the books are grown once.
-        // Counted before anything else, so no two runs share a number even
-        // when one stops half way.
-        self.counters.allocation_runs += 1;
-        let run = self.counters.allocation_runs;
+        // their long ids is built per run.
         let leases = response.new.len();
         self.offers.reserve(leases);
         self.offer_by_lease.reserve(leases);
-        let mut parts: Vec<Part> = Vec::with_capacity(leases);
-        // The run's frameworks, in the order of their first part, with
-        // their number of parts (one offer each).
-        let mut slots: Vec<(String, usize)> = Vec::new();
+        open.parts.reserve(leases);
         for lease in response.new {
             if lease.allocation_key != lease.application_id {
                 continue;
             }
-            self.lease_part(lease, run, &mut parts, &mut slots);
+            self.lease_part(lease, open.run, &mut open.parts, &mut open.slots);
         }
+        if !last {
+            tracing::trace!(
+                run = open.run,
+                parts = open.parts.len(),
+                "allocation run open"
+            );
+            self.open_run = Some(open);
+            return;
+        }
+        let OpenRun {
+            parts,
+            slots,
+            received,
+            ..
+        } = open;
         // One OFFERS event per framework, sent in the order of their ids;
         // each list sized for its offers.
         let mut by_framework: Vec<(String, Vec<v1::Offer>)> = slots

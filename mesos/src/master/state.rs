@@ -480,6 +480,8 @@ pub struct Master {
     pub timers: BinaryHeap<Reverse<(u64, Timer)>>,
     /// Counters.
     pub counters: Counters,
+    /// The allocation run being received in parts, if one is.
+    pub(super) open_run: Option<super::offers::OpenRun>,
     /// Streams that failed a send (full or closed), to disconnect after the
     /// current input: (framework id, stream generation).
     pub broken_streams: Vec<(String, u64)>,
@@ -520,6 +522,7 @@ impl Master {
             publishes: FastMap::default(),
             timers: BinaryHeap::new(),
             counters: Counters::default(),
+            open_run: None,
             broken_streams: Vec::new(),
             start_time,
             next_framework: 0,

@@ -165,6 +165,8 @@ pub struct AllocationBatch {
     pub released: Vec<Released>,
     /// The partition name without the RM prefix.
     pub partition_name: String,
+    /// A part of an allocation run that is still going on (more follows).
+    pub partial: bool,
 }
 
 /// Everything a partition produced for its RM since the last flush.
