@@ -744,20 +744,17 @@ impl Engine {
             let mut ctx = PassContext::new(now, budget, delay, pred_ref);
             ctx.reservation_timeout = reservation_timeout;
             // An offer run goes to its RM in parts while it is made.
-            let dispatcher = self
+            let mut send_part = self
                 .rms
                 .get(&p.rm_id)
                 .filter(|_| p.offers.is_some())
-                .map(|rm| &rm.dispatcher);
-            let part_name = dispatcher.map(|_| p.plain_name().to_string());
-            let mut send_part = |out: super::partition::Outbox| {
-                if let (Some(d), Some(name)) = (dispatcher, part_name.as_deref()) {
-                    send_outbox(d, out, name, RunPart::More);
-                }
-            };
-            if dispatcher.is_some() {
-                ctx.send_part = Some(&mut send_part);
-            }
+                .map(|rm| {
+                    let (dispatcher, name) = (&rm.dispatcher, p.plain_name().to_string());
+                    move |out| send_outbox(dispatcher, out, &name, RunPart::More)
+                });
+            ctx.send_part = send_part
+                .as_mut()
+                .map(|f| f as &mut dyn FnMut(super::partition::Outbox));
             let result = catch_unwind(AssertUnwindSafe(|| p.schedule(&mut ctx)));
             p.end_offer_run();
             match result {

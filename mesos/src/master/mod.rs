@@ -627,7 +627,7 @@ fn run(mut master: state::Master, rx: Receiver<Input>) {
         // While a run is open, the books are half way through it: no timer
         // fires and nothing goes to the core until its last part is in.
         if !master.run_open() {
-            stop |= master.apply_deferred(&mut deferred);
+            master.apply_deferred(&mut deferred);
             master.after_inputs();
         }
         if stop {
@@ -670,30 +670,24 @@ impl state::Master {
         if matches!(input, Input::Shutdown) {
             return true;
         }
-        let leases = matches!(
+        if !self.run_open() {
+            self.apply_deferred(deferred);
+        } else if !matches!(
             input,
             Input::Core(CoreUpdate::Allocation(..) | CoreUpdate::AllocationPart(..))
-        );
-        if leases && self.run_open() {
-            return self.apply_guarded(input);
-        }
-        if self.run_open() {
+        ) {
             deferred.push_back(input);
             return false;
-        }
-        if self.apply_deferred(deferred) {
-            return true;
         }
         self.apply_guarded(input)
     }
 
-    /// Applies the inputs that waited for a run to close; true to stop.
-    fn apply_deferred(&mut self, deferred: &mut VecDeque<Input>) -> bool {
-        let mut stop = false;
+    /// Applies the inputs that waited for a run to close (never a
+    /// Shutdown: that is taken at once).
+    fn apply_deferred(&mut self, deferred: &mut VecDeque<Input>) {
         while let Some(input) = deferred.pop_front() {
-            stop |= self.apply_guarded(input);
+            self.apply_guarded(input);
         }
-        stop
     }
 
     /// Applies one input; true to stop.

@@ -68,6 +68,14 @@ pub(super) struct OpenRun {
     received: Instant,
 }
 
+/// What an allocation run made for one framework: the events of its
+/// offers and their ids.
+struct RunOffers {
+    framework: String,
+    offers: Vec<v1::Offer>,
+    ids: Vec<Arc<str>>,
+}
+
 impl Master {
     /// True between the first and the last part of an allocation run sent
     /// in parts.
@@ -115,10 +123,7 @@ impl Master {
         // hold where this run keeps their parts and offers (`run_parts`,
         // `offer_run`, valid for this run's number), so no map keyed by
         // their long ids is built per run.
-        let leases = response.new.len();
-        self.offers.reserve(leases);
-        self.offer_by_lease.reserve(leases);
-        open.parts.reserve(leases);
+        open.parts.reserve(response.new.len());
         for lease in response.new {
             if lease.allocation_key != lease.application_id {
                 continue;
@@ -140,11 +145,19 @@ impl Master {
             received,
             ..
         } = open;
+        // The books grow once per run, when the run's offers are known.
+        self.offers.reserve(parts.len());
+        self.offer_by_lease
+            .reserve(parts.iter().map(|p| p.leases.len()).sum());
         // One OFFERS event per framework, sent in the order of their ids;
         // each list sized for its offers.
-        let mut by_framework: Vec<(String, Vec<v1::Offer>)> = slots
+        let mut by_framework: Vec<RunOffers> = slots
             .into_iter()
-            .map(|(framework, n)| (framework, Vec::with_capacity(n)))
+            .map(|(framework, n)| RunOffers {
+                framework,
+                offers: Vec::with_capacity(n),
+                ids: Vec::with_capacity(n),
+            })
             .collect();
         // The offers of one run are made at one time.
         let now = self.now();
@@ -153,19 +166,16 @@ impl Master {
         }
         // Each framework's offers join its set once per run (one lookup
         // of the framework, not one per offer).
-        for (framework, offers) in &by_framework {
-            if let Some(f) = self.frameworks.get_mut(framework) {
-                let books = &self.offers;
-                f.offers.extend(
-                    offers
-                        .iter()
-                        .filter_map(|o| books.get_key_value(o.id.value.as_str()))
-                        .map(|(id, _)| id.clone()),
-                );
+        for run in &mut by_framework {
+            if let Some(f) = self.frameworks.get_mut(&run.framework) {
+                f.offers.extend(run.ids.drain(..));
             }
         }
-        by_framework.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        for (framework, offers) in by_framework {
+        by_framework.sort_unstable_by(|a, b| a.framework.cmp(&b.framework));
+        for RunOffers {
+            framework, offers, ..
+        } in by_framework
+        {
             self.counters.offers_sent += offers.len() as u64;
             self.send(
                 &framework,
@@ -272,9 +282,9 @@ impl Master {
     }
 
     /// Records an offer of a run's part (its resources in unallocated form)
-    /// and adds its event to the framework's list of this run (the caller
-    /// adds its id to the framework's set).
-    fn make_offer(&mut self, part: Part, now: u64, by_framework: &mut [(String, Vec<v1::Offer>)]) {
+    /// and adds its event and id to the framework's lists of this run (the
+    /// caller adds the ids to the framework's set).
+    fn make_offer(&mut self, part: Part, now: u64, by_framework: &mut [RunOffers]) {
         let Part {
             slot,
             framework,
@@ -300,6 +310,7 @@ impl Master {
         if let Some(t) = self.settings.offer_timeout {
             self.after(t, Timer::OfferTimeout(shared.clone()));
         }
+        by_framework[slot].ids.push(shared.clone());
         self.offers.insert(
             shared.clone(),
             Offer {
@@ -313,7 +324,7 @@ impl Master {
             },
         );
         // The event takes the strings the books did not need.
-        by_framework[slot].1.push(v1::Offer {
+        by_framework[slot].offers.push(v1::Offer {
             id: v1::OfferId { value: id },
             framework_id: v1::FrameworkId { value: framework },
             agent_id: v1::AgentId { value: agent_id },
