@@ -237,3 +237,94 @@ fn a_seed_gives_the_same_ids() {
     assert_ne!(a.0, random.0);
     assert_ne!(a.2, random.2);
 }
+
+/// A release by the core of a lease that the open allocation run made an
+/// offer of is applied after the run's OFFERS event: the framework sees the
+/// offer, then its RESCIND, never a RESCIND of an offer it was not sent.
+#[test]
+fn a_release_during_an_open_run_rescinds_after_the_offers_event() {
+    use unisched_mesos::master::CoreUpdate;
+    use unisched_mesos::master::units::{app_id, to_core};
+    use unisched_si as si;
+    let w = World::start(None);
+    let (stream, mut rx) = w.subscribe();
+    let agent = w.add_agent(Arc::new(Recorder::default()));
+    w.quiesce();
+    let events = drain(&mut rx);
+    let framework = events[0].subscribed.as_ref().unwrap().framework_id.clone();
+    let first = events
+        .iter()
+        .find_map(|e| e.offers.as_ref())
+        .map(|o| o.offers[0].clone())
+        .unwrap();
+    // Declined for an hour: the agent's resources are free again and the
+    // core does not offer them to this framework.
+    let (reply, _) = tokio::sync::oneshot::channel();
+    w.master.send(Input::Call {
+        call: Box::new(Call {
+            framework_id: Some(framework.clone()),
+            r#type: Some(call::Type::Decline as i32),
+            decline: Some(call::Decline {
+                offer_ids: vec![first.id.clone()],
+                filters: Some(v1::Filters {
+                    refuse_seconds: Some(3600.0),
+                }),
+            }),
+            ..Default::default()
+        }),
+        stream_id: Some(stream),
+        reply,
+    });
+    w.quiesce();
+    assert!(drain(&mut rx).is_empty());
+    // A run in two parts: a lease of the agent, then its release.
+    let app = app_id(&framework.value, "*");
+    let grant = to_core(Resources::parse("cpus:2;mem:1024").unwrap().iter());
+    let lease = si::Allocation {
+        allocation_key: app.clone(),
+        application_id: app.clone(),
+        allocation_id: "lease-in-an-open-run".into(),
+        node_id: agent.clone(),
+        resource_per_alloc: Some(grant),
+        ..Default::default()
+    };
+    let now = std::time::Instant::now();
+    w.master.send(Input::Core(CoreUpdate::AllocationPart(
+        si::AllocationResponse {
+            new: vec![lease],
+            ..Default::default()
+        },
+        now,
+    )));
+    w.master.send(Input::Core(CoreUpdate::Allocation(
+        si::AllocationResponse {
+            released: vec![si::AllocationRelease {
+                application_id: app,
+                allocation_id: "lease-in-an-open-run".into(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        },
+        now,
+    )));
+    w.sync();
+    let events = drain(&mut rx);
+    assert_eq!(
+        events.iter().map(kind).collect::<Vec<_>>(),
+        [event::Type::Offers, event::Type::Rescind],
+        "{events:?}"
+    );
+    let offer = &events[0].offers.as_ref().unwrap().offers[0];
+    assert_eq!(offer.agent_id.value, agent);
+    assert_eq!(events[1].rescind.as_ref().unwrap().offer_id, offer.id);
+    // Nothing of it is left in the books.
+    let state = w
+        .runtime
+        .block_on(
+            w.master
+                .query(unisched_mesos::master::report::Query::LiveState),
+        )
+        .unwrap();
+    let offers = state["frameworks"][0]["offers"].as_array().unwrap();
+    assert!(offers.is_empty(), "{state}");
+}

@@ -1,13 +1,14 @@
 //! Offers: the core's leases become OFFERS events; DECLINE, REVIVE,
 //! SUPPRESS; offers rescinded, discarded or timed out give their lease back.
 
+use std::cmp::Reverse;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use unisched_core::scheduler::offers::OfferChange;
 use unisched_si as si;
 
-use super::state::{Master, Offer, RUN_TIMINGS_KEPT, Timer};
+use super::state::{Master, Offer, RUN_TIMINGS_KEPT, Timer, offer_id};
 use super::units::{app_id, granted_scalar, to_core};
 use crate::resources::Resources;
 use crate::v1;
@@ -39,41 +40,29 @@ pub fn policy_change(min: &[Resources]) -> OfferChange {
     }
 }
 
-/// One offer being made in an allocation run: a (framework, role, agent)
-/// and the leases of the agent's pools it is made of, with what the event
-/// needs of the agent.
-struct Part {
-    /// The framework's place in the run's list of OFFERS events.
-    slot: usize,
-    framework: String,
-    role: String,
-    agent: String,
-    hostname: String,
-    attributes: Vec<v1::Attribute>,
-    executor_ids: Vec<v1::ExecutorId>,
-    leases: Vec<String>,
-    /// Unallocated form.
-    resources: Resources,
-}
-
 /// An allocation run the core sends in parts, between its first part and
-/// its last: the parts made so far and the run's frameworks.
+/// its last. Its offers are made as their leases come, into the books at
+/// once (no other input is applied and no timer fires until the run closes,
+/// so nothing sees them half made); their events wait here for the last
+/// part, so each framework gets one OFFERS event per run.
 pub(super) struct OpenRun {
     run: u64,
-    parts: Vec<Part>,
-    /// The run's frameworks, in the order of their first part, with their
-    /// number of parts (one offer each).
-    slots: Vec<(String, usize)>,
+    /// The run's clock time (ns): the offers of one run are made at one time.
+    now: u64,
+    /// The offers of each framework of the run, in the order of its first
+    /// offer.
+    events: Vec<RunOffers>,
+    /// The core's releases of leases this run made offers of: applied once
+    /// the run's events are sent, so a RESCIND follows its OFFERS.
+    late: Vec<si::AllocationRelease>,
     /// When the first part came.
     received: Instant,
 }
 
-/// What an allocation run made for one framework: the events of its
-/// offers and their ids.
+/// A framework's offers of one run: its OFFERS event to be.
 struct RunOffers {
     framework: String,
     offers: Vec<v1::Offer>,
-    ids: Vec<Arc<str>>,
 }
 
 impl Master {
@@ -85,16 +74,22 @@ impl Master {
 
     /// What the core sent for our partition: leases to turn into offers,
     /// releases it made itself, rejections. `last` is false for a part of
-    /// an allocation run that goes on: its leases become parts of offers,
-    /// and the offers are made and sent when the last part is in.
+    /// an allocation run that goes on: its leases become offers at once,
+    /// and the offers' events are sent when the last part is in.
     pub(super) fn allocation_response(
         &mut self,
         response: si::AllocationResponse,
         received: Instant,
         last: bool,
     ) {
-        for released in &response.released {
-            self.core_released(released);
+        let open_run = self.open_run.as_ref().map(|o| o.run);
+        let mut late = Vec::new();
+        for released in response.released {
+            if open_run.is_some_and(|run| self.made_in_run(&released.allocation_id, run)) {
+                late.push(released);
+            } else {
+                self.core_released(&released);
+            }
         }
         for rejected in &response.rejected_allocations {
             self.task_allocation_rejected(&rejected.allocation_key, &rejected.reason);
@@ -109,73 +104,56 @@ impl Master {
                 // Counted before anything else, so no two runs share a
                 // number even when one stops half way.
                 self.counters.allocation_runs += 1;
+                // A run offers each agent at most once per role; the books
+                // grow once, here, for about every agent (the parts' own
+                // reserves below then find room).
+                let agents = self.agents.len();
+                self.offers
+                    .reserve(agents.saturating_sub(self.offers.len()));
+                self.offer_by_lease
+                    .reserve(agents.saturating_sub(self.offer_by_lease.len()));
                 OpenRun {
                     run: self.counters.allocation_runs,
-                    parts: Vec::new(),
-                    slots: Vec::new(),
+                    now: self.now(),
+                    events: Vec::new(),
+                    late: Vec::new(),
                     received,
                 }
             }
         };
+        open.late.append(&mut late);
         // One offer per (framework, role, agent) of this run, made of the
         // leases of that agent's pools, in the order the core made them.
         // A run offers thousands of agents: an agent and a framework each
-        // hold where this run keeps their parts and offers (`run_parts`,
-        // `offer_run`, valid for this run's number), so no map keyed by
-        // their long ids is built per run.
-        open.parts.reserve(response.new.len());
+        // hold where this run keeps their offers (`run_parts`, `offer_run`,
+        // valid for this run's number), so no map keyed by their long ids
+        // is built per run.
+        self.offers.reserve(response.new.len());
+        self.offer_by_lease.reserve(response.new.len());
         for lease in response.new {
             if lease.allocation_key != lease.application_id {
                 continue;
             }
-            self.lease_part(lease, open.run, &mut open.parts, &mut open.slots);
+            self.lease_offer(lease, &mut open);
         }
         if !last {
             tracing::trace!(
                 run = open.run,
-                parts = open.parts.len(),
+                frameworks = open.events.len(),
                 "allocation run open"
             );
             self.open_run = Some(open);
             return;
         }
         let OpenRun {
-            parts,
-            slots,
+            mut events,
+            late,
             received,
             ..
         } = open;
-        // The books grow once per run, when the run's offers are known.
-        self.offers.reserve(parts.len());
-        self.offer_by_lease
-            .reserve(parts.iter().map(|p| p.leases.len()).sum());
-        // One OFFERS event per framework, sent in the order of their ids;
-        // each list sized for its offers.
-        let mut by_framework: Vec<RunOffers> = slots
-            .into_iter()
-            .map(|(framework, n)| RunOffers {
-                framework,
-                offers: Vec::with_capacity(n),
-                ids: Vec::with_capacity(n),
-            })
-            .collect();
-        // The offers of one run are made at one time.
-        let now = self.now();
-        for part in parts {
-            self.make_offer(part, now, &mut by_framework);
-        }
-        // Each framework's offers join its set once per run (one lookup
-        // of the framework, not one per offer).
-        for run in &mut by_framework {
-            if let Some(f) = self.frameworks.get_mut(&run.framework) {
-                f.offers.extend(run.ids.drain(..));
-            }
-        }
-        by_framework.sort_unstable_by(|a, b| a.framework.cmp(&b.framework));
-        for RunOffers {
-            framework, offers, ..
-        } in by_framework
-        {
+        // One OFFERS event per framework, sent in the order of their ids.
+        events.sort_unstable_by(|a, b| a.framework.cmp(&b.framework));
+        for RunOffers { framework, offers } in events {
             self.counters.offers_sent += offers.len() as u64;
             self.send(
                 &framework,
@@ -186,6 +164,9 @@ impl Master {
                 },
             );
         }
+        for released in &late {
+            self.core_released(released);
+        }
         let ms = received.elapsed().as_secs_f64() * 1000.0;
         let timings = &mut self.counters.allocation_run_ms;
         timings.push_back(ms);
@@ -194,26 +175,35 @@ impl Master {
         }
     }
 
+    /// True when `lease` is behind an offer allocation run `run` made.
+    fn made_in_run(&self, lease: &str, run: u64) -> bool {
+        self.offer_by_lease
+            .get(lease)
+            .and_then(|id| self.offers.get(id))
+            .is_some_and(|o| o.run == run)
+    }
+
     /// Takes what a lease of the core grants of its pool's free resources
     /// (its scalars, and the free ranges and sets that go with them) out of
-    /// the agent's free resources, into the run's part for its framework,
-    /// role and agent (a new one, or the one another pool's lease started);
-    /// the lease is released when it cannot become part of an offer.
-    fn lease_part(
-        &mut self,
-        lease: si::Allocation,
-        run: u64,
-        parts: &mut Vec<Part>,
-        slots: &mut Vec<(String, usize)>,
-    ) {
-        // The books are borrowed field by field: nothing is copied until a
-        // part is made.
+    /// the agent's free resources, into the run's offer to its framework
+    /// and role of the agent: a new offer, or the one another pool's lease
+    /// of this run started. The lease is released when it cannot become
+    /// part of an offer.
+    fn lease_offer(&mut self, lease: si::Allocation, open: &mut OpenRun) {
+        // The books are borrowed field by field: each string is copied
+        // once, where the offer or its event keeps it.
         let Master {
             apps,
             frameworks,
             nodes,
             agents,
             core,
+            offers,
+            offer_by_lease,
+            timers,
+            settings,
+            info,
+            next_offer,
             ..
         } = self;
         let found = apps
@@ -232,111 +222,100 @@ impl Master {
         };
         let grant = lease.resource_per_alloc.as_ref();
         let granted = |name: &str| grant.and_then(|r| granted_scalar(r, name));
-        let resources = agent.take_offer(role, |r| pool.holds(r), granted);
+        let mut resources = agent.take_offer(role, |r| pool.holds(r), granted);
         if resources.is_empty() {
             core.release(lease.application_id, lease.allocation_id);
             return;
         }
+        resources.allocate(role);
+        let run = open.run;
         if agent.run_parts.0 != run {
             agent.run_parts = (run, Default::default());
         }
-        let same = agent
-            .run_parts
-            .1
-            .iter()
-            .copied()
-            .find(|&i| parts[i].framework == *framework && parts[i].role == *role);
-        match same {
-            Some(i) => {
-                let part = &mut parts[i];
-                part.leases.push(lease.allocation_id);
-                part.resources.add(&resources);
-            }
-            None => {
-                agent.run_parts.1.push(parts.len());
-                if f.offer_run.0 != run {
-                    f.offer_run = (run, slots.len());
-                    slots.push((framework.clone(), 0));
-                }
-                let slot = f.offer_run.1;
-                slots[slot].1 += 1;
-                let executor_ids = agent
-                    .executors
-                    .keys()
-                    .filter(|(f, _)| f == framework)
-                    .map(|(_, e)| v1::ExecutorId { value: e.clone() })
-                    .collect();
-                parts.push(Part {
-                    slot,
-                    framework: framework.clone(),
-                    role: role.clone(),
-                    agent: agent_id.clone(),
-                    hostname: agent.info.hostname.clone(),
-                    attributes: agent.info.attributes.clone(),
-                    executor_ids,
-                    leases: vec![lease.allocation_id],
-                    resources,
-                });
-            }
+        if f.offer_run.0 != run {
+            f.offer_run = (run, open.events.len());
+            open.events.push(RunOffers {
+                framework: framework.clone(),
+                offers: Vec::new(),
+            });
         }
-    }
-
-    /// Records an offer of a run's part (its resources in unallocated form)
-    /// and adds its event and id to the framework's lists of this run (the
-    /// caller adds the ids to the framework's set).
-    fn make_offer(&mut self, part: Part, now: u64, by_framework: &mut [RunOffers]) {
-        let Part {
-            slot,
-            framework,
-            role,
-            agent: agent_id,
-            hostname,
-            attributes,
-            executor_ids,
-            leases,
-            mut resources,
-        } = part;
-        let id = self.new_offer_id();
+        let slot = f.offer_run.1;
+        let events = &mut open.events[slot].offers;
+        // This framework's offer of the agent to the same role, if another
+        // pool's lease made one in this run.
+        let same = agent.run_parts.1.iter().find(|&&(s, i)| {
+            s == slot
+                && events[i]
+                    .allocation_info
+                    .as_ref()
+                    .and_then(|a| a.role.as_deref())
+                    == Some(role.as_str())
+        });
+        if let Some(&(_, i)) = same {
+            let event = &mut events[i];
+            let Some(offer) = offers.get_mut(event.id.value.as_str()) else {
+                // Not reached: the run's offers stay in the books until it
+                // closes. Nothing is lost if it were.
+                core.release(lease.application_id, lease.allocation_id);
+                return;
+            };
+            offer.resources.add(&resources);
+            event.resources = offer.resources.to_vec();
+            offer_by_lease.insert(lease.allocation_id.clone(), offer.id.clone());
+            offer.leases.push(lease.allocation_id);
+            return;
+        }
+        agent.run_parts.1.push((slot, events.len()));
+        let id = offer_id(&info.id, *next_offer);
+        *next_offer += 1;
         // The books share one copy of the id; the event has its own.
         let shared: Arc<str> = Arc::from(id.as_str());
-        resources.allocate(&role);
-        let event_resources = resources.to_vec();
-        let allocation_info = Some(v1::resource::AllocationInfo {
-            role: Some(role.clone()),
+        offer_by_lease.insert(lease.allocation_id.clone(), shared.clone());
+        if let Some(t) = settings.offer_timeout {
+            let at = open
+                .now
+                .saturating_add(u64::try_from(t.as_nanos()).unwrap_or(u64::MAX));
+            timers.push(Reverse((at, Timer::OfferTimeout(shared.clone()))));
+        }
+        f.offers.insert(shared.clone());
+        let executor_ids = agent
+            .executors
+            .keys()
+            .filter(|(f, _)| f == framework)
+            .map(|(_, e)| v1::ExecutorId { value: e.clone() })
+            .collect();
+        events.push(v1::Offer {
+            id: v1::OfferId { value: id },
+            framework_id: v1::FrameworkId {
+                value: framework.clone(),
+            },
+            agent_id: v1::AgentId {
+                value: agent_id.clone(),
+            },
+            hostname: agent.info.hostname.clone(),
+            url: None,
+            domain: None,
+            resources: resources.to_vec(),
+            attributes: agent.info.attributes.clone(),
+            executor_ids,
+            unavailability: None,
+            allocation_info: Some(v1::resource::AllocationInfo {
+                role: Some(role.clone()),
+            }),
         });
-        for lease in &leases {
-            self.offer_by_lease.insert(lease.clone(), shared.clone());
-        }
-        if let Some(t) = self.settings.offer_timeout {
-            self.after(t, Timer::OfferTimeout(shared.clone()));
-        }
-        by_framework[slot].ids.push(shared.clone());
-        self.offers.insert(
+        offers.insert(
             shared.clone(),
             Offer {
                 id: shared,
                 framework: framework.clone(),
                 resources,
-                role,
+                role: role.clone(),
                 agent: agent_id.clone(),
-                leases,
-                created: now,
+                leases: vec![lease.allocation_id],
+                created: open.now,
+                run,
             },
         );
-        // The event takes the strings the books did not need.
-        by_framework[slot].offers.push(v1::Offer {
-            id: v1::OfferId { value: id },
-            framework_id: v1::FrameworkId { value: framework },
-            agent_id: v1::AgentId { value: agent_id },
-            hostname,
-            url: None,
-            domain: None,
-            resources: event_resources,
-            attributes,
-            executor_ids,
-            unavailability: None,
-            allocation_info,
-        });
     }
 
     /// Takes an offer out of the books, its resources back to its agent's

@@ -33,6 +33,18 @@ use crate::v1::scheduler::Event;
 /// inserted, so runs replay.
 pub type FastMap<K, V> = HashMap<K, V, FixedState>;
 
+/// Offer number `n` of master `master_id`: `<master id>-O<n>` (made often:
+/// without the formatter).
+pub(super) fn offer_id(master_id: &str, n: u64) -> String {
+    let mut number = itoa::Buffer::new();
+    let number = number.format(n);
+    let mut id = String::with_capacity(master_id.len() + 2 + number.len());
+    id.push_str(master_id);
+    id.push_str("-O");
+    id.push_str(number);
+    id
+}
+
 /// The fixed-seed ahash builder of [`FastMap`].
 #[derive(Debug, Clone, Copy, Default)]
 pub struct FixedState;
@@ -83,11 +95,12 @@ pub struct Agent {
     pub backend: Arc<dyn AgentBackend>,
     /// Clock time (ns) of registration.
     pub registered_time: u64,
-    /// The offers an allocation run is making of it: the run's number and
-    /// the indices of the parts in that run's list (a part per framework
-    /// role offered to), so a run finds them without a map keyed by agent
-    /// id. Stale once another run starts.
-    pub(super) run_parts: (u64, smallvec::SmallVec<[usize; 2]>),
+    /// The offers an allocation run is making of it: the run's number and,
+    /// per offer (one per framework role offered to), the place of its
+    /// framework's OFFERS event in that run's list and its place in the
+    /// event, so a run finds them without a map keyed by agent id. Stale
+    /// once another run starts.
+    pub(super) run_parts: (u64, smallvec::SmallVec<[(usize, usize); 2]>),
 }
 
 impl Agent {
@@ -185,6 +198,8 @@ pub struct Offer {
     pub resources: Resources,
     /// Clock time (ns) it was made.
     pub created: u64,
+    /// The number of the allocation run that made it.
+    pub run: u64,
 }
 
 /// A task the master knows.
@@ -488,7 +503,8 @@ pub struct Master {
     /// Clock time (ns) the master started.
     pub start_time: u64,
     next_framework: u64,
-    next_offer: u64,
+    /// The number of the next offer id.
+    pub(super) next_offer: u64,
     next_agent: u64,
     next_generation: u64,
     next_pid: u32,
@@ -578,19 +594,6 @@ impl Master {
         let n = self.next_framework;
         self.next_framework += 1;
         format!("{}-{n:04}", self.info.id)
-    }
-
-    /// A new offer id (made often: without the formatter).
-    pub fn new_offer_id(&mut self) -> String {
-        let n = self.next_offer;
-        self.next_offer += 1;
-        let mut number = itoa::Buffer::new();
-        let number = number.format(n);
-        let mut id = String::with_capacity(self.info.id.len() + 2 + number.len());
-        id.push_str(&self.info.id);
-        id.push_str("-O");
-        id.push_str(number);
-        id
     }
 
     /// A new agent id.
