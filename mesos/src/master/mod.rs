@@ -606,6 +606,9 @@ fn run(mut master: state::Master, rx: Receiver<Input>) {
             .next_timer()
             .map(|at| Duration::from_nanos(at.saturating_sub(master.now())));
         let first = match wait {
+            // While a run is open no timer fires: a due one must not turn
+            // this wait into a busy loop until the run's next part comes.
+            _ if master.run_open() => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
             Some(d) if master.clock.is_virtual() && d > Duration::ZERO => {
                 // A virtual clock moves only when told; look again soon.
                 rx.recv_timeout(Duration::from_millis(10))
