@@ -255,7 +255,9 @@ impl Master {
             let event = &mut events[i];
             let Some(offer) = offers.get_mut(event.id.value.as_str()) else {
                 // Not reached: the run's offers stay in the books until it
-                // closes. Nothing is lost if it were.
+                // closes (the core's releases of them wait for the close).
+                // Were it reached, the lease and its resources go back.
+                agent.unoffer(&resources);
                 core.release(lease.application_id, lease.allocation_id);
                 return;
             };
