@@ -1,7 +1,6 @@
 //! Offers: the core's leases become OFFERS events; DECLINE, REVIVE,
 //! SUPPRESS; offers rescinded, discarded or timed out give their lease back.
 
-use std::cmp::Reverse;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -9,6 +8,7 @@ use unisched_core::scheduler::offers::OfferChange;
 use unisched_si as si;
 
 use super::state::{Master, Offer, RUN_TIMINGS_KEPT, Timer, offer_id};
+use super::status::nanos;
 use super::units::{app_id, granted_scalar, to_core};
 use crate::resources::Resources;
 use crate::v1;
@@ -134,7 +134,11 @@ impl Master {
             if lease.allocation_key != lease.application_id {
                 continue;
             }
-            self.lease_offer(lease, &mut open);
+            if let Some(id) = self.lease_offer(lease, &mut open)
+                && let Some(t) = self.settings.offer_timeout
+            {
+                self.at(open.now.saturating_add(nanos(t)), Timer::OfferTimeout(id));
+            }
         }
         if !last {
             tracing::trace!(
@@ -187,9 +191,9 @@ impl Master {
     /// (its scalars, and the free ranges and sets that go with them) out of
     /// the agent's free resources, into the run's offer to its framework
     /// and role of the agent: a new offer, or the one another pool's lease
-    /// of this run started. The lease is released when it cannot become
-    /// part of an offer.
-    fn lease_offer(&mut self, lease: si::Allocation, open: &mut OpenRun) {
+    /// of this run started; returns the id of a new offer. The lease is
+    /// released when it cannot become part of an offer.
+    fn lease_offer(&mut self, lease: si::Allocation, open: &mut OpenRun) -> Option<Arc<str>> {
         // The books are borrowed field by field: each string is copied
         // once, where the offer or its event keeps it.
         let Master {
@@ -200,8 +204,6 @@ impl Master {
             core,
             offers,
             offer_by_lease,
-            timers,
-            settings,
             info,
             next_offer,
             ..
@@ -218,14 +220,14 @@ impl Master {
             });
         let Some((framework, f, role, agent_id, pool, agent)) = found else {
             core.release(lease.application_id, lease.allocation_id);
-            return;
+            return None;
         };
         let grant = lease.resource_per_alloc.as_ref();
         let granted = |name: &str| grant.and_then(|r| granted_scalar(r, name));
         let mut resources = agent.take_offer(role, |r| pool.holds(r), granted);
         if resources.is_empty() {
             core.release(lease.application_id, lease.allocation_id);
-            return;
+            return None;
         }
         resources.allocate(role);
         let run = open.run;
@@ -259,13 +261,13 @@ impl Master {
                 // Were it reached, the lease and its resources go back.
                 agent.unoffer(&resources);
                 core.release(lease.application_id, lease.allocation_id);
-                return;
+                return None;
             };
             offer.resources.add(&resources);
             event.resources = offer.resources.to_vec();
             offer_by_lease.insert(lease.allocation_id.clone(), offer.id.clone());
             offer.leases.push(lease.allocation_id);
-            return;
+            return None;
         }
         agent.run_parts.1.push((slot, events.len()));
         let id = offer_id(&info.id, *next_offer);
@@ -273,12 +275,6 @@ impl Master {
         // The books share one copy of the id; the event has its own.
         let shared: Arc<str> = Arc::from(id.as_str());
         offer_by_lease.insert(lease.allocation_id.clone(), shared.clone());
-        if let Some(t) = settings.offer_timeout {
-            let at = open
-                .now
-                .saturating_add(u64::try_from(t.as_nanos()).unwrap_or(u64::MAX));
-            timers.push(Reverse((at, Timer::OfferTimeout(shared.clone()))));
-        }
         f.offers.insert(shared.clone());
         let executor_ids = agent
             .executors
@@ -308,7 +304,7 @@ impl Master {
         offers.insert(
             shared.clone(),
             Offer {
-                id: shared,
+                id: shared.clone(),
                 framework: framework.clone(),
                 resources,
                 role: role.clone(),
@@ -318,6 +314,7 @@ impl Master {
                 run,
             },
         );
+        Some(shared)
     }
 
     /// Takes an offer out of the books, its resources back to its agent's

@@ -559,9 +559,7 @@ impl Master {
 
     /// Arms a timer `delay` from now.
     pub fn after(&mut self, delay: Duration, timer: Timer) {
-        let at = self
-            .now()
-            .saturating_add(u64::try_from(delay.as_nanos()).unwrap_or(u64::MAX));
+        let at = self.now().saturating_add(super::status::nanos(delay));
         self.at(at, timer);
     }
 

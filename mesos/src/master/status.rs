@@ -81,7 +81,8 @@ impl<S> Default for StatusStream<S> {
     }
 }
 
-fn nanos(d: Duration) -> u64 {
+/// A duration in clock nanoseconds, saturating.
+pub(super) fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
