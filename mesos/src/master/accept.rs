@@ -183,14 +183,14 @@ impl Master {
             let Some(offer) = self.offers.get(id.value.as_str()) else {
                 return Err(format!("Offer {} is no longer valid", id.value));
             };
-            if offer.framework != framework {
+            if *offer.framework != *framework {
                 return Err(format!(
                     "Offer {} has invalid framework {} while framework {framework} is expected",
                     id.value, offer.framework
                 ));
             }
             match role {
-                Some(r) if r != offer.role => {
+                Some(r) if r != &*offer.role => {
                     return Err(format!(
                         "Aggregated offers must be allocated to the same role. Offer {} uses role '{}' but another is using role '{r}'",
                         id.value, offer.role
@@ -199,7 +199,7 @@ impl Master {
                 _ => role = Some(&offer.role),
             }
             match agent {
-                Some(a) if a != offer.agent => {
+                Some(a) if a != &*offer.agent => {
                     return Err(format!(
                         "Aggregated offers must belong to one single agent. Offer {} uses agent {} and agent {a}",
                         id.value, offer.agent
@@ -221,7 +221,7 @@ impl Master {
                 if self
                     .offers
                     .get(id.value.as_str())
-                    .is_some_and(|o| o.framework == framework)
+                    .is_some_and(|o| *o.framework == *framework)
                 {
                     self.rescind(&id.value, false);
                 }
@@ -402,7 +402,7 @@ impl Master {
             self.counters.offers_declined += offers.len() as u64;
         }
         // What is left goes back to the agent; the filter for it is set below.
-        if let Some(a) = self.agents.get_mut(&agent_id) {
+        if let Some(a) = self.agents.get_mut(&*agent_id) {
             a.unoffer(&remaining);
         }
         if pools_changed {

@@ -49,7 +49,7 @@ impl Master {
         let offers: Vec<Arc<str>> = self
             .offers
             .values()
-            .filter(|o| o.agent == id)
+            .filter(|o| *o.agent == *id)
             .map(|o| o.id.clone())
             .collect();
         for o in offers {

@@ -213,9 +213,9 @@ impl Master {
             // The framework left, or is disconnected, while the lease was
             // on its way; or the agent went.
             .and_then(|(framework, role)| {
-                let f = frameworks.get_mut(framework).filter(|f| f.connected())?;
+                let f = frameworks.get_mut(&**framework).filter(|f| f.connected())?;
                 let (agent_id, pool) = nodes.get(&lease.node_id)?;
-                let agent = agents.get_mut(agent_id)?;
+                let agent = agents.get_mut(&**agent_id)?;
                 Some((framework, f, role, agent_id, pool, agent))
             });
         let Some((framework, f, role, agent_id, pool, agent)) = found else {
@@ -237,7 +237,7 @@ impl Master {
         if f.offer_run.0 != run {
             f.offer_run = (run, open.events.len());
             open.events.push(RunOffers {
-                framework: framework.clone(),
+                framework: String::from(&**framework),
                 offers: Vec::new(),
             });
         }
@@ -251,7 +251,7 @@ impl Master {
                     .allocation_info
                     .as_ref()
                     .and_then(|a| a.role.as_deref())
-                    == Some(role.as_str())
+                    == Some(&**role)
         });
         if let Some(&(_, i)) = same {
             let event = &mut events[i];
@@ -279,16 +279,16 @@ impl Master {
         let executor_ids = agent
             .executors
             .keys()
-            .filter(|(f, _)| f == framework)
+            .filter(|(f, _)| **f == **framework)
             .map(|(_, e)| v1::ExecutorId { value: e.clone() })
             .collect();
         events.push(v1::Offer {
             id: v1::OfferId { value: id },
             framework_id: v1::FrameworkId {
-                value: framework.clone(),
+                value: String::from(&**framework),
             },
             agent_id: v1::AgentId {
-                value: agent_id.clone(),
+                value: String::from(&**agent_id),
             },
             hostname: agent.info.hostname.clone(),
             url: None,
@@ -298,7 +298,7 @@ impl Master {
             executor_ids,
             unavailability: None,
             allocation_info: Some(v1::resource::AllocationInfo {
-                role: Some(role.clone()),
+                role: Some(String::from(&**role)),
             }),
         });
         offers.insert(
@@ -322,7 +322,7 @@ impl Master {
     /// caller does that (with a filter, or turned into tasks).
     pub(super) fn take_offer(&mut self, id: &str) -> Option<Offer> {
         let offer = self.withdraw_offer(id)?;
-        if let Some(a) = self.agents.get_mut(&offer.agent) {
+        if let Some(a) = self.agents.get_mut(&*offer.agent) {
             a.unoffer(&offer.resources);
         }
         Some(offer)
@@ -335,7 +335,7 @@ impl Master {
         for lease in &offer.leases {
             self.offer_by_lease.remove(lease);
         }
-        if let Some(f) = self.frameworks.get_mut(&offer.framework) {
+        if let Some(f) = self.frameworks.get_mut(&*offer.framework) {
             f.offers.remove(id);
         }
         Some(offer)
@@ -355,7 +355,7 @@ impl Master {
                     r#type: Some(event::Type::Rescind as i32),
                     rescind: Some(event::Rescind {
                         offer_id: v1::OfferId {
-                            value: offer.id.to_string(),
+                            value: String::from(&*offer.id),
                         },
                     }),
                     ..Default::default()
@@ -412,7 +412,7 @@ impl Master {
             let owned = self
                 .offers
                 .get(id.value.as_str())
-                .is_some_and(|o| o.framework == framework);
+                .is_some_and(|o| *o.framework == *framework);
             if !owned {
                 continue;
             }
@@ -525,7 +525,7 @@ impl Master {
                     r#type: Some(event::Type::Rescind as i32),
                     rescind: Some(event::Rescind {
                         offer_id: v1::OfferId {
-                            value: o.id.to_string(),
+                            value: String::from(&*o.id),
                         },
                     }),
                     ..Default::default()

@@ -16,6 +16,7 @@
 //! reservation and `@<provider id>` for a provider (`A@P#r`).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use unisched_core::scheduler::offers::OfferChange;
 use unisched_si as si;
@@ -209,7 +210,7 @@ impl Master {
                         ..Default::default()
                     });
                     self.nodes
-                        .insert(node.clone(), (agent_id.to_string(), key.clone()));
+                        .insert(node.clone(), (Arc::from(agent_id), key.clone()));
                     agent.pools.insert(
                         key,
                         PoolNode {

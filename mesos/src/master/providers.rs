@@ -425,10 +425,10 @@ impl Master {
     /// and outstanding offers hold, and what pending operations hold.
     pub(super) fn recompute_free(&mut self, agent: &str) {
         let mut held = Resources::default();
-        for o in self.offers.values().filter(|o| o.agent == agent) {
+        for o in self.offers.values().filter(|o| *o.agent == *agent) {
             held.add(&o.resources.unallocated());
         }
-        for op in self.operations.values().filter(|o| o.agent == agent) {
+        for op in self.operations.values().filter(|o| *o.agent == *agent) {
             held.add(&op.consumed);
         }
         if let Some(a) = self.agents.get_mut(agent) {

@@ -146,9 +146,9 @@ impl Master {
                 offered.add(&o.resources);
                 json!({
                     "id": &*o.id,
-                    "framework_id": o.framework,
-                    "allocation_info": {"role": o.role},
-                    "slave_id": o.agent,
+                    "framework_id": &*o.framework,
+                    "allocation_info": {"role": &*o.role},
+                    "slave_id": &*o.agent,
                     "resources": resources_json(&o.resources),
                 })
             })
@@ -240,7 +240,7 @@ impl Master {
     fn offered_by_agent(&self) -> BTreeMap<&str, Resources> {
         let mut out: BTreeMap<&str, Resources> = BTreeMap::new();
         for o in self.offers.values() {
-            out.entry(o.agent.as_str())
+            out.entry(&*o.agent)
                 .or_default()
                 .add(&o.resources.unallocated());
         }

@@ -187,11 +187,11 @@ pub struct Offer {
     /// offer's timer).
     pub id: Arc<str>,
     /// The framework it was made to.
-    pub framework: String,
+    pub framework: Arc<str>,
     /// The role it was allocated to.
-    pub role: String,
+    pub role: Arc<str>,
     /// The agent.
-    pub agent: String,
+    pub agent: Arc<str>,
     /// The core allocations (leases, one per pool of the agent) behind it.
     pub leases: Vec<String>,
     /// What it offers.
@@ -479,10 +479,11 @@ pub struct Master {
     pub offer_by_lease: FastMap<String, Arc<str>>,
     /// Tasks by (framework id, task id).
     pub tasks: FastMap<(String, String), Task>,
-    /// (framework, role) by core application id.
-    pub apps: FastMap<String, (String, String)>,
-    /// (agent, pool) by core node id.
-    pub nodes: FastMap<String, (String, super::pools::PoolKey)>,
+    /// (framework, role) by core application id (shared with the offers
+    /// made to it, so an offer takes no copy of either).
+    pub apps: FastMap<String, (Arc<str>, Arc<str>)>,
+    /// (agent, pool) by core node id (the agent id shared with its offers).
+    pub nodes: FastMap<String, (Arc<str>, super::pools::PoolKey)>,
     /// Operations with feedback, by operation uuid.
     pub operations: FastMap<Vec<u8>, super::operations::Operation>,
     /// Operation uuid by (framework id, operation id).

@@ -232,7 +232,7 @@ impl Master {
             user
         };
         self.apps
-            .insert(app.clone(), (framework.to_string(), role.to_string()));
+            .insert(app.clone(), (Arc::from(framework), Arc::from(role)));
         self.core.add_app(app, queue, user);
     }
 
@@ -242,7 +242,7 @@ impl Master {
         let offers: Vec<Arc<str>> = self.frameworks[framework]
             .offers
             .iter()
-            .filter(|o| self.offers.get(*o).is_some_and(|o| o.role == role))
+            .filter(|o| self.offers.get(*o).is_some_and(|o| *o.role == *role))
             .cloned()
             .collect();
         for o in offers {

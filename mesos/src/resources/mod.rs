@@ -477,8 +477,15 @@ impl Resources {
             .all(|w| w[0].resource.allocation_info == w[1].resource.allocation_info)
         {
             // All alike before, all alike after: no two entries can merge.
-            for entry in &mut self.entries {
-                entry.resource.allocation_info = info.clone();
+            // The last entry takes `info` itself, the others a copy.
+            let mut info = info;
+            let n = self.entries.len();
+            for (i, entry) in self.entries.iter_mut().enumerate() {
+                entry.resource.allocation_info = if i + 1 == n {
+                    info.take()
+                } else {
+                    info.clone()
+                };
             }
             return;
         }
