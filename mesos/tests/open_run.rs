@@ -9,6 +9,7 @@ use unisched_core::{ManualClock, Scheduler, SchedulerOptions};
 use unisched_mesos::master::{CoreUpdate, Input, MasterHandle, Settings};
 use unisched_mesos::v1;
 use unisched_mesos::v1::scheduler::{call, event};
+use unisched_shim_api::Leases;
 use unisched_si as si;
 
 /// CPU time (ns) of the threads named `name` in this process (a thread's
@@ -71,11 +72,14 @@ fn an_open_run_with_a_due_timer_does_not_spin() {
         node_id: "nowhere".into(),
         ..Default::default()
     };
-    master.send(Input::Core(CoreUpdate::AllocationPart(
-        si::AllocationResponse {
-            new: vec![lease],
-            ..Default::default()
-        },
+    master.send(Input::Core(CoreUpdate::Allocation(
+        Leases::from_wire(
+            si::AllocationResponse {
+                new: vec![lease],
+                ..Default::default()
+            },
+            true,
+        ),
         std::time::Instant::now(),
     )));
     clock.advance(Duration::from_secs(60));
@@ -90,7 +94,7 @@ fn an_open_run_with_a_due_timer_does_not_spin() {
     );
     // The last part closes the run; the due heartbeat then fires.
     master.send(Input::Core(CoreUpdate::Allocation(
-        si::AllocationResponse::default(),
+        Leases::default(),
         std::time::Instant::now(),
     )));
     runtime.block_on(master.sync()).unwrap();

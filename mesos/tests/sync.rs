@@ -245,6 +245,7 @@ fn a_seed_gives_the_same_ids() {
 fn a_release_during_an_open_run_rescinds_after_the_offers_event() {
     use unisched_mesos::master::CoreUpdate;
     use unisched_mesos::master::units::{app_id, to_core};
+    use unisched_shim_api::Leases;
     use unisched_si as si;
     let w = World::start(None);
     let (stream, mut rx) = w.subscribe();
@@ -289,22 +290,28 @@ fn a_release_during_an_open_run_rescinds_after_the_offers_event() {
         ..Default::default()
     };
     let now = std::time::Instant::now();
-    w.master.send(Input::Core(CoreUpdate::AllocationPart(
-        si::AllocationResponse {
-            new: vec![lease],
-            ..Default::default()
-        },
+    w.master.send(Input::Core(CoreUpdate::Allocation(
+        Leases::from_wire(
+            si::AllocationResponse {
+                new: vec![lease],
+                ..Default::default()
+            },
+            true,
+        ),
         now,
     )));
     w.master.send(Input::Core(CoreUpdate::Allocation(
-        si::AllocationResponse {
-            released: vec![si::AllocationRelease {
-                application_id: app,
-                allocation_id: "lease-in-an-open-run".into(),
+        Leases::from_wire(
+            si::AllocationResponse {
+                released: vec![si::AllocationRelease {
+                    application_id: app,
+                    allocation_id: "lease-in-an-open-run".into(),
+                    ..Default::default()
+                }],
                 ..Default::default()
-            }],
-            ..Default::default()
-        },
+            },
+            false,
+        ),
         now,
     )));
     w.sync();

@@ -32,7 +32,10 @@
 
 use unisched_si as si;
 
+pub mod leases;
 pub mod recording;
+
+pub use leases::{Lease, Leases};
 
 /// `extraConfig` key of [`si::RegisterResourceManagerRequest`]: set to `"true"`
 /// when the RM wants [`ResourceManagerCallback::predicates`] called before each
@@ -154,6 +157,21 @@ pub trait ResourceManagerCallback: Send + Sync {
     /// rest. By default the part is handled as a response of its own.
     fn update_allocation_partial(&self, response: si::AllocationResponse) -> CallbackResult<()> {
         self.update_allocation(response)
+    }
+
+    /// What [`update_allocation`](Self::update_allocation) and
+    /// [`update_allocation_partial`](Self::update_allocation_partial) carry,
+    /// with the new allocations as [`Lease`]s that share their ids and
+    /// resource maps with the core: the core calls this for every
+    /// allocation result. An RM in the core's process that handles many
+    /// allocations a pass takes them here without their wire copies; by
+    /// default they are put in wire form and go to those two methods.
+    fn update_leases(&self, leases: Leases) -> CallbackResult<()> {
+        if leases.partial {
+            self.update_allocation_partial(leases.into_wire())
+        } else {
+            self.update_allocation(leases.into_wire())
+        }
     }
 
     /// Accepted and rejected applications, and application state changes.

@@ -8,7 +8,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender, unbounded};
-use unisched_shim_api::{CallbackResult, ResourceManagerCallback};
+use unisched_shim_api::{CallbackResult, Leases, ResourceManagerCallback};
 use unisched_si as si;
 
 use super::partition::{AllocationBatch, PendingEvent};
@@ -17,7 +17,7 @@ use crate::resources::{NameTable, Resource, ResourceNames};
 
 /// One delivery to an RM.
 pub enum Outgoing {
-    /// Allocation results; the new allocations still to be put in wire form.
+    /// Allocation results; the new allocations still to be made leases.
     Allocation(AllocationBatch),
     /// Application results.
     Application(si::ApplicationResponse),
@@ -65,7 +65,7 @@ impl Dispatcher {
         let rm = rm_id.to_string();
         let thread = std::thread::Builder::new()
             .name(name)
-            .spawn(move || deliver_all(&rm, callback.as_ref(), rx, WireBuilder::new(names), spin))
+            .spawn(move || deliver_all(&rm, callback.as_ref(), rx, LeaseBuilder::new(names), spin))
             .ok();
         if thread.is_none() {
             tracing::error!(
@@ -99,16 +99,16 @@ impl Drop for Dispatcher {
     }
 }
 
-/// Builds the wire form of new allocations on the dispatcher thread.
-struct WireBuilder {
+/// Turns new allocations into leases on the dispatcher thread.
+struct LeaseBuilder {
     names: Arc<ResourceNames>,
     table: NameTable,
-    /// The last size converted and its wire form: allocations come in runs of
-    /// equal sizes, and cloning the map is cheaper than building it again.
-    last: Option<(Resource, si::Resource)>,
+    /// The last size converted and its map: allocations come in runs of
+    /// equal sizes, and the leases of a run share one map.
+    last: Option<(Resource, Arc<si::Resource>)>,
 }
 
-impl WireBuilder {
+impl LeaseBuilder {
     fn new(names: Arc<ResourceNames>) -> Self {
         Self {
             names,
@@ -117,38 +117,42 @@ impl WireBuilder {
         }
     }
 
-    /// The response with every placed allocation in its `new` list, in order.
-    fn response(&mut self, batch: AllocationBatch) -> si::AllocationResponse {
+    /// The batch's results with every placed allocation a lease, in order.
+    fn leases(&mut self, batch: AllocationBatch) -> Leases {
         let AllocationBatch {
             mut response,
             placed,
             released,
             partition_name,
-            partial: _,
+            partial,
         } = batch;
         // The core reports every release through `released`.
         response
             .released
             .extend(released.iter().map(|r| r.to_wire(&partition_name)));
-        if placed.is_empty() {
-            return response;
+        let mut new = Vec::with_capacity(placed.len());
+        if !placed.is_empty() {
+            // Names only grow and never change index: a copy refreshed now
+            // covers every size made before the batch was sent.
+            self.table.refresh(&self.names);
         }
-        // Names only grow and never change index: a copy refreshed now
-        // covers every size made before the batch was sent.
-        self.table.refresh(&self.names);
-        response.new.reserve(placed.len());
         for p in placed {
             let resource = match &self.last {
-                Some((size, wire)) if *size == p.size => wire.clone(),
+                Some((size, map)) if *size == p.size => map.clone(),
                 _ => {
-                    let wire = self.table.to_si(&p.size);
-                    self.last = Some((p.size, wire.clone()));
-                    wire
+                    let map = Arc::new(self.table.to_si(&p.size));
+                    self.last = Some((p.size, map.clone()));
+                    map
                 }
             };
-            response.new.push(p.into_wire(&partition_name, resource));
+            new.push(p.into_lease(resource));
         }
-        response
+        Leases {
+            response,
+            new,
+            partition_name,
+            partial,
+        }
     }
 }
 
@@ -156,7 +160,7 @@ fn deliver_all(
     rm: &str,
     callback: &dyn ResourceManagerCallback,
     rx: Receiver<Outgoing>,
-    mut wire: WireBuilder,
+    mut leases: LeaseBuilder,
     spin: Duration,
 ) {
     loop {
@@ -173,13 +177,13 @@ fn deliver_all(
                 drop(token);
                 continue;
             }
-            Outgoing::Allocation(batch) if batch.partial => (
-                "update_allocation_partial",
-                guarded(|| callback.update_allocation_partial(wire.response(batch))),
-            ),
             Outgoing::Allocation(batch) => (
-                "update_allocation",
-                guarded(|| callback.update_allocation(wire.response(batch))),
+                if batch.partial {
+                    "update_allocation_partial"
+                } else {
+                    "update_allocation"
+                },
+                guarded(|| callback.update_leases(leases.leases(batch))),
             ),
             Outgoing::Application(r) => (
                 "update_application",

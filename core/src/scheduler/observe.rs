@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
 use crossbeam_channel::{Receiver, Sender, TrySendError, bounded};
-use unisched_shim_api::{CallbackResult, ResourceManagerCallback};
+use unisched_shim_api::{CallbackResult, Leases, ResourceManagerCallback};
 use unisched_si as si;
 
 use crate::snapshot::PartitionSnapshot;
@@ -329,6 +329,13 @@ impl ResourceManagerCallback for ObservingCallback {
     fn update_allocation_partial(&self, response: si::AllocationResponse) -> CallbackResult<()> {
         self.count_allocation(&response);
         self.inner.update_allocation_partial(response)
+    }
+
+    fn update_leases(&self, leases: Leases) -> CallbackResult<()> {
+        let m = &self.observer.metrics;
+        Metrics::add(&m.allocated, leases.new.len());
+        self.count_allocation(&leases.response);
+        self.inner.update_leases(leases)
     }
 
     fn update_application(&self, response: si::ApplicationResponse) -> CallbackResult<()> {

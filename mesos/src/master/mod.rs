@@ -66,7 +66,7 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use tokio::sync::{mpsc, oneshot};
 use unisched_core::Scheduler;
 use unisched_core::scheduler::offers::OfferChange;
-use unisched_shim_api::{CallbackResult, ResourceManagerCallback, SchedulerApi};
+use unisched_shim_api::{CallbackResult, Leases, ResourceManagerCallback, SchedulerApi};
 use unisched_si as si;
 
 use crate::agent::{AgentBackend, AgentUpdate};
@@ -191,11 +191,9 @@ impl CallError {
 /// An answer from the core, forwarded by the RM callback.
 #[derive(Debug)]
 pub enum CoreUpdate {
-    /// Leases and releases, rejections: all of a pass, or the last part
-    /// of an allocation run sent in parts.
-    Allocation(si::AllocationResponse, Instant),
-    /// A part of an allocation run that is still going on.
-    AllocationPart(si::AllocationResponse, Instant),
+    /// Leases and releases, rejections: all of a pass, a part of an
+    /// allocation run that goes on (`partial`), or its last part.
+    Allocation(Leases, Instant),
     /// Application results.
     Application(si::ApplicationResponse),
     /// Node results.
@@ -290,19 +288,20 @@ struct CoreCallback {
 }
 
 impl ResourceManagerCallback for CoreCallback {
+    /// The core gives its leases (`update_leases`); the wire form, were
+    /// it sent, is taken the same way.
     fn update_allocation(&self, response: si::AllocationResponse) -> CallbackResult<()> {
-        let _ = self.tx.send(Input::Core(CoreUpdate::Allocation(
-            response,
-            Instant::now(),
-        )));
-        Ok(())
+        self.update_leases(Leases::from_wire(response, false))
     }
 
     fn update_allocation_partial(&self, response: si::AllocationResponse) -> CallbackResult<()> {
-        let _ = self.tx.send(Input::Core(CoreUpdate::AllocationPart(
-            response,
-            Instant::now(),
-        )));
+        self.update_leases(Leases::from_wire(response, true))
+    }
+
+    fn update_leases(&self, leases: Leases) -> CallbackResult<()> {
+        let _ = self
+            .tx
+            .send(Input::Core(CoreUpdate::Allocation(leases, Instant::now())));
         Ok(())
     }
 
@@ -675,10 +674,7 @@ impl state::Master {
         }
         if !self.run_open() {
             self.apply_deferred(deferred);
-        } else if !matches!(
-            input,
-            Input::Core(CoreUpdate::Allocation(..) | CoreUpdate::AllocationPart(..))
-        ) {
+        } else if !matches!(input, Input::Core(CoreUpdate::Allocation(..))) {
             deferred.push_back(input);
             return false;
         }
@@ -791,12 +787,7 @@ impl state::Master {
 
     fn core_update(&mut self, update: CoreUpdate) {
         match update {
-            CoreUpdate::Allocation(response, received) => {
-                self.allocation_response(response, received, true)
-            }
-            CoreUpdate::AllocationPart(response, received) => {
-                self.allocation_response(response, received, false)
-            }
+            CoreUpdate::Allocation(leases, received) => self.allocation_response(leases, received),
             CoreUpdate::Application(response) => self.application_response(response),
             CoreUpdate::Node(response) => {
                 for r in response.rejected {

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use unisched_core::scheduler::offers::OfferChange;
+use unisched_shim_api::{Lease, Leases};
 use unisched_si as si;
 
 use super::state::{Master, Offer, RUN_TIMINGS_KEPT, Timer, offer_id};
@@ -73,15 +74,16 @@ impl Master {
     }
 
     /// What the core sent for our partition: leases to turn into offers,
-    /// releases it made itself, rejections. `last` is false for a part of
-    /// an allocation run that goes on: its leases become offers at once,
-    /// and the offers' events are sent when the last part is in.
-    pub(super) fn allocation_response(
-        &mut self,
-        response: si::AllocationResponse,
-        received: Instant,
-        last: bool,
-    ) {
+    /// releases it made itself, rejections. A part of an allocation run
+    /// that goes on (`partial`): its leases become offers at once, and the
+    /// offers' events are sent when the last part is in.
+    pub(super) fn allocation_response(&mut self, leases: Leases, received: Instant) {
+        let Leases {
+            response,
+            new,
+            partial,
+            ..
+        } = leases;
         let open_run = self.open_run.as_ref().map(|o| o.run);
         let mut late = Vec::new();
         for released in response.released {
@@ -99,7 +101,7 @@ impl Master {
         }
         let mut open = match self.open_run.take() {
             Some(open) => open,
-            None if response.new.is_empty() => return,
+            None if new.is_empty() => return,
             None => {
                 // Counted before anything else, so no two runs share a
                 // number even when one stops half way.
@@ -128,9 +130,9 @@ impl Master {
         // hold where this run keeps their offers (`run_parts`, `offer_run`,
         // valid for this run's number), so no map keyed by their long ids
         // is built per run.
-        self.offers.reserve(response.new.len());
-        self.offer_by_lease.reserve(response.new.len());
-        for lease in response.new {
+        self.offers.reserve(new.len());
+        self.offer_by_lease.reserve(new.len());
+        for lease in new {
             if lease.allocation_key != lease.application_id {
                 continue;
             }
@@ -140,7 +142,7 @@ impl Master {
                 self.at(open.now.saturating_add(nanos(t)), Timer::OfferTimeout(id));
             }
         }
-        if !last {
+        if partial {
             tracing::trace!(
                 run = open.run,
                 frameworks = open.events.len(),
@@ -193,7 +195,7 @@ impl Master {
     /// and role of the agent: a new offer, or the one another pool's lease
     /// of this run started; returns the id of a new offer. The lease is
     /// released when it cannot become part of an offer.
-    fn lease_offer(&mut self, lease: si::Allocation, open: &mut OpenRun) -> Option<Arc<str>> {
+    fn lease_offer(&mut self, lease: Lease, open: &mut OpenRun) -> Option<Arc<str>> {
         // The books are borrowed field by field: each string is copied
         // once, where the offer or its event keeps it.
         let Master {
@@ -209,24 +211,24 @@ impl Master {
             ..
         } = self;
         let found = apps
-            .get(&lease.application_id)
+            .get(&*lease.application_id)
             // The framework left, or is disconnected, while the lease was
             // on its way; or the agent went.
             .and_then(|(framework, role)| {
                 let f = frameworks.get_mut(&**framework).filter(|f| f.connected())?;
-                let (agent_id, pool) = nodes.get(&lease.node_id)?;
+                let (agent_id, pool) = nodes.get(&*lease.node_id)?;
                 let agent = agents.get_mut(&**agent_id)?;
                 Some((framework, f, role, agent_id, pool, agent))
             });
         let Some((framework, f, role, agent_id, pool, agent)) = found else {
-            core.release(lease.application_id, lease.allocation_id);
+            core.release_lease(&lease);
             return None;
         };
-        let grant = lease.resource_per_alloc.as_ref();
-        let granted = |name: &str| grant.and_then(|r| granted_scalar(r, name));
+        let grant = &*lease.resource;
+        let granted = |name: &str| granted_scalar(grant, name);
         let mut resources = agent.take_offer(role, |r| pool.holds(r), granted);
         if resources.is_empty() {
-            core.release(lease.application_id, lease.allocation_id);
+            core.release_lease(&lease);
             return None;
         }
         resources.allocate(role);
@@ -260,7 +262,7 @@ impl Master {
                 // closes (the core's releases of them wait for the close).
                 // Were it reached, the lease and its resources go back.
                 agent.unoffer(&resources);
-                core.release(lease.application_id, lease.allocation_id);
+                core.release_lease(&lease);
                 return None;
             };
             offer.resources.add(&resources);
@@ -369,7 +371,7 @@ impl Master {
     pub(super) fn release_leases(&mut self, offer: &Offer) {
         let app = app_id(&offer.framework, &offer.role);
         for lease in &offer.leases {
-            self.core.release(app.clone(), lease.clone());
+            self.core.release(app.clone(), String::from(&**lease));
         }
     }
 
@@ -511,12 +513,16 @@ impl Master {
     /// offer still standing on it is rescinded. Leases the master released
     /// are out of `offer_by_lease` already, so their echo finds nothing.
     fn core_released(&mut self, released: &si::AllocationRelease) {
-        if let Some(offer) = self.offer_by_lease.get(&released.allocation_id).cloned() {
+        if let Some(offer) = self
+            .offer_by_lease
+            .get(released.allocation_id.as_str())
+            .cloned()
+        {
             let Some(mut o) = self.take_offer(&offer) else {
                 return;
             };
             // The other leases of the offer go back too.
-            o.leases.retain(|l| *l != released.allocation_id);
+            o.leases.retain(|l| **l != *released.allocation_id);
             self.release_leases(&o);
             self.counters.offers_rescinded += 1;
             self.send(

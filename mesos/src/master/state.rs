@@ -193,7 +193,7 @@ pub struct Offer {
     /// The agent.
     pub agent: Arc<str>,
     /// The core allocations (leases, one per pool of the agent) behind it.
-    pub leases: Vec<String>,
+    pub leases: Vec<Arc<str>>,
     /// What it offers.
     pub resources: Resources,
     /// Clock time (ns) it was made.
@@ -345,6 +345,14 @@ impl CoreLink {
         }));
     }
 
+    /// Queues the release of a lease the master did not make an offer of.
+    pub fn release_lease(&mut self, lease: &unisched_shim_api::Lease) {
+        self.release(
+            String::from(&*lease.application_id),
+            String::from(&*lease.allocation_id),
+        );
+    }
+
     /// Queues the release of an allocation (lease or task).
     pub fn release(&mut self, app: String, allocation_id: String) {
         let partition_name = self.partition.clone();
@@ -476,7 +484,7 @@ pub struct Master {
     /// Outstanding offers by id.
     pub offers: FastMap<Arc<str>, Offer>,
     /// Offer id by lease (core allocation id).
-    pub offer_by_lease: FastMap<String, Arc<str>>,
+    pub offer_by_lease: FastMap<Arc<str>, Arc<str>>,
     /// Tasks by (framework id, task id).
     pub tasks: FastMap<(String, String), Task>,
     /// (framework, role) by core application id (shared with the offers

@@ -5,15 +5,17 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use unisched_shim_api::Lease;
 use unisched_si as si;
 
 use crate::resources::Resource;
 
 /// A new allocation as the scheduling thread leaves it for the RM's
-/// dispatcher, which builds the wire `si::Allocation` from it on its own
-/// thread: the strings and the resource map of the wire form are allocated
-/// and freed there, not on the scheduling thread (where building them and
-/// having another thread free them was about a third of an allocation's cost).
+/// dispatcher, which makes it a [`Lease`] on its own thread (the resource
+/// map converted there, once per run of equal sizes); the wire
+/// `si::Allocation`, if the RM wants that form, is built and freed on the
+/// dispatcher thread too, not on the scheduling thread (where building it and
+/// having another thread free it was about a third of an allocation's cost).
 #[derive(Debug, Clone)]
 pub struct Placed {
     /// Allocation key (the ask's).
@@ -41,22 +43,22 @@ pub struct Placed {
 }
 
 impl Placed {
-    /// The wire form, with the resource map `resource` (converted by the caller,
-    /// which can reuse one conversion for a run of equal sizes).
-    pub fn into_wire(self, partition_name: &str, resource: si::Resource) -> si::Allocation {
-        si::Allocation {
-            allocation_key: String::from(&*self.key),
-            allocation_tags: self.tags.into_iter().collect(),
-            resource_per_alloc: Some(resource),
-            priority: self.priority,
-            node_id: String::from(&*self.node),
-            application_id: String::from(&*self.app),
-            partition_name: partition_name.to_string(),
+    /// The RM's form, with the resource map `resource` (converted by the
+    /// caller, which shares one conversion among a run of equal sizes): the
+    /// ids move, nothing is copied.
+    pub fn into_lease(self, resource: Arc<si::Resource>) -> Lease {
+        Lease {
+            allocation_key: self.key,
+            allocation_id: self.id,
+            node_id: self.node,
+            application_id: self.app,
+            resource,
             task_group_name: self.task_group,
+            tags: self.tags,
+            priority: self.priority,
             placeholder: self.placeholder,
-            allocation_id: String::from(&*self.id),
             originator: self.originator,
-            preemption_policy: Some(self.preemption),
+            preemption_policy: self.preemption,
         }
     }
 }
