@@ -43,6 +43,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for field in fields_to_box(&fds) {
         config.boxed(field);
     }
+    for field in ALSO_BOXED {
+        config.boxed(field);
+    }
     config.compile_fds(fds)?;
     Ok(())
 }
@@ -52,6 +55,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// `Resource` (its `DiskInfo` inline, and that one's `Volume`, ...) is over a
 /// kilobyte that every clone and move copies.
 const BOX_ABOVE: usize = 192;
+
+/// Fields boxed although small, because they are nearly always unset in a
+/// type held by the ten thousand (a `Resource` is in every offer twice):
+/// the pre-refinement reservation (turned into `reservations` when a
+/// resource comes in) and the resource provider's id (set only on a
+/// provider's resources). Boxed, a `Resource` is 88 bytes smaller.
+const ALSO_BOXED: &[&str] = &[
+    ".mesos.v1.Resource.reservation",
+    ".mesos.v1.Resource.provider_id",
+];
 
 /// Paths (`.package.Message.field`) of the singular message fields to box,
 /// in package `mesos.v1` only: the types held and cloned in numbers

@@ -395,9 +395,9 @@ async fn bad_provider_calls_get_upstreams_answers() {
     p.subscribed().await;
     // Resources that are not the caller's.
     let mut foreign = source_disk(10.0, Source::Raw, None);
-    foreign.provider_id = Some(v1::ResourceProviderId {
+    foreign.provider_id = Some(Box::new(v1::ResourceProviderId {
         value: "someone-else".to_string(),
-    });
+    }));
     let (status, body) = p
         .call(rp::Call {
             r#type: Some(rp::call::Type::UpdateState as i32),

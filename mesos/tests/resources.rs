@@ -537,3 +537,37 @@ fn taking_an_offer_leaves_what_subtracting_it_would() {
     // check only the unchanged case).
     assert!(offered > 100, "{offered} of 240 cases offered something");
 }
+
+/// A `Resource` is in every offer twice (the books and the event) and in
+/// every agent's and task's lists: its rarely set sub-messages are boxed
+/// (see `build.rs`), which keeps it at most 192 bytes (280 with the legacy
+/// reservation and the provider id inline).
+#[test]
+fn a_resource_stays_small() {
+    let size = std::mem::size_of::<v1::Resource>();
+    assert!(size <= 192, "v1::Resource is {size} bytes");
+}
+
+/// A legacy reservation (boxed) comes in, is read as a refined one, and
+/// goes out in the legacy form again.
+#[test]
+#[allow(deprecated)] // The legacy form's `role` is what is checked.
+fn a_legacy_dynamic_reservation_survives_the_round_trip() {
+    let json = r#"{"name": "cpus", "type": "SCALAR", "scalar": {"value": 1.0},
+        "role": "web", "reservation": {"principal": "ops"}}"#;
+    let mut legacy = res(json);
+    assert!(legacy.reservation.is_some());
+    resources::upgrade(&mut legacy);
+    assert!(legacy.reservation.is_none());
+    assert_eq!(legacy.reservations.len(), 1);
+    assert_eq!(legacy.reservations[0].role.as_deref(), Some("web"));
+    resources::downgrade(&mut legacy).unwrap();
+    assert_eq!(
+        legacy
+            .reservation
+            .as_ref()
+            .and_then(|r| r.principal.as_deref()),
+        Some("ops")
+    );
+    assert_eq!(legacy.role.as_deref(), Some("web"));
+}

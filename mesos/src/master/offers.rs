@@ -58,6 +58,10 @@ pub(super) struct OpenRun {
     late: Vec<si::AllocationRelease>,
     /// When the first part came.
     received: Instant,
+    /// Room a framework's event list is made with: a run offers each agent
+    /// about once, so a framework gets about its share of the agents (a
+    /// list that needs more grows; room never used is never touched).
+    per_framework: usize,
 }
 
 /// A framework's offers of one run: its OFFERS event to be.
@@ -120,6 +124,7 @@ impl Master {
                     events: Vec::new(),
                     late: Vec::new(),
                     received,
+                    per_framework: agents.div_ceil(self.frameworks.len().max(1)).clamp(1, 64),
                 }
             }
         };
@@ -240,7 +245,7 @@ impl Master {
             f.offer_run = (run, open.events.len());
             open.events.push(RunOffers {
                 framework: String::from(&**framework),
-                offers: Vec::new(),
+                offers: Vec::with_capacity(open.per_framework),
             });
         }
         let slot = f.offer_run.1;

@@ -265,9 +265,9 @@ mod tests {
         assert_eq!(keys, ["A", "A#web", "A#web/a"]);
         assert_eq!(pools[&PoolKey::default()].cpus(), Some(1.0));
         let mut provided = Resources::parse("disk:100").unwrap().to_vec();
-        provided[0].provider_id = Some(v1::ResourceProviderId {
+        provided[0].provider_id = Some(Box::new(v1::ResourceProviderId {
             value: "P".to_string(),
-        });
+        }));
         let key = PoolKey::of(&provided[0]);
         assert_eq!(key.node_id("A"), "A@P");
     }

@@ -310,7 +310,7 @@ pub fn upgrade(resource: &mut Resource) {
     if role == "*" {
         return;
     }
-    let mut reservation = legacy.clone().unwrap_or_default();
+    let mut reservation = legacy.as_deref().cloned().unwrap_or_default();
     reservation.r#type = Some(if legacy.is_some() {
         ReservationType::Dynamic as i32
     } else {
@@ -329,11 +329,11 @@ pub fn downgrade(resource: &mut Resource) -> Result<(), ResourceError> {
         1 => {
             let only = resource.reservations.remove(0);
             if only.r#type() == ReservationType::Dynamic {
-                resource.reservation = Some(ReservationInfo {
+                resource.reservation = Some(Box::new(ReservationInfo {
                     principal: only.principal.clone(),
                     labels: only.labels.clone(),
                     ..Default::default()
-                });
+                }));
             }
             resource.role = only.role;
         }

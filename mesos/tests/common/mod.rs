@@ -736,9 +736,9 @@ impl Provider {
         let resources = resources
             .into_iter()
             .map(|mut r| {
-                r.provider_id = Some(v1::ResourceProviderId {
+                r.provider_id = Some(Box::new(v1::ResourceProviderId {
                     value: self.id.clone(),
-                });
+                }));
                 r
             })
             .collect();

@@ -121,9 +121,9 @@ pub fn disk(id: &str, amount: f64, volume: Option<&str>) -> v1::Resource {
         .unwrap_or_default()
         .into_vec()
         .remove(0);
-    r.provider_id = Some(v1::ResourceProviderId {
+    r.provider_id = Some(Box::new(v1::ResourceProviderId {
         value: id.to_string(),
-    });
+    }));
     r.disk = Some(Box::new(v1::resource::DiskInfo {
         source: Some(v1::resource::disk_info::Source {
             r#type: match volume {

@@ -592,7 +592,7 @@ impl<P: ResourceProvider> Actor<P> {
             .state
             .provider_id
             .clone()
-            .map(|value| v1::ResourceProviderId { value });
+            .map(|value| Box::new(v1::ResourceProviderId { value }));
         for r in &mut resources {
             r.provider_id = id.clone();
             if unallocate {
