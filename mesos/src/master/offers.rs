@@ -8,12 +8,19 @@ use unisched_core::scheduler::offers::OfferChange;
 use unisched_shim_api::{Lease, Leases};
 use unisched_si as si;
 
+use super::pools::PoolKey;
 use super::state::{Master, Offer, RUN_TIMINGS_KEPT, Timer, offer_id};
 use super::status::nanos;
 use super::units::{app_id, granted_scalar, to_core};
 use crate::resources::Resources;
 use crate::v1;
 use crate::v1::scheduler::{Event, event};
+
+/// The pool of an agent's unreserved resources (no provider, no role).
+static DEFAULT_POOL: PoolKey = PoolKey {
+    provider: None,
+    role: None,
+};
 
 /// Mesos' default `refuse_seconds`.
 pub const DEFAULT_REFUSE: f64 = 5.0;
@@ -221,11 +228,30 @@ impl Master {
             // on its way; or the agent went.
             .and_then(|(framework, role)| {
                 let f = frameworks.get_mut(&**framework).filter(|f| f.connected())?;
-                let (agent_id, pool) = nodes.get(&*lease.node_id)?;
-                let agent = agents.get_mut(&**agent_id)?;
-                Some((framework, f, role, agent_id, pool, agent))
+                // A lease on an agent's default pool names the agent's own
+                // id: one lookup (a run leases every agent once, so each of
+                // these lookups waits for memory). Any other pool's node,
+                // or a node the agent no longer has, goes through `nodes`.
+                // (Looked up again for the `&mut`, in cache by then: the
+                // borrow checker does not let one `get_mut` fall back to
+                // another.)
+                let direct = agents.get(&*lease.node_id).is_some_and(|a| a.default_node);
+                let (agent_id, pool): (&str, &PoolKey) = if direct {
+                    debug_assert!(
+                        nodes
+                            .get(&*lease.node_id)
+                            .is_some_and(|(a, p)| **a == *lease.node_id && *p == DEFAULT_POOL),
+                        "an agent's default pool node is in the books as its own"
+                    );
+                    (&lease.node_id, &DEFAULT_POOL)
+                } else {
+                    let (agent_id, pool) = nodes.get(&*lease.node_id)?;
+                    (agent_id, pool)
+                };
+                let agent = agents.get_mut(agent_id)?;
+                Some((framework, f, role, pool, agent))
             });
-        let Some((framework, f, role, agent_id, pool, agent)) = found else {
+        let Some((framework, f, role, pool, agent)) = found else {
             core.release_lease(&lease);
             return None;
         };
@@ -295,7 +321,7 @@ impl Master {
                 value: String::from(&**framework),
             },
             agent_id: v1::AgentId {
-                value: String::from(&**agent_id),
+                value: agent.id.clone(),
             },
             hostname: agent.info.hostname.clone(),
             url: None,
@@ -315,7 +341,7 @@ impl Master {
                 framework: framework.clone(),
                 resources,
                 role: role.clone(),
-                agent: agent_id.clone(),
+                agent: agent.shared_id.clone(),
                 leases: vec![lease.allocation_id],
                 created: open.now,
                 run,

@@ -16,7 +16,6 @@
 //! reservation and `@<provider id>` for a provider (`A@P#r`).
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use unisched_core::scheduler::offers::OfferChange;
 use unisched_si as si;
@@ -210,7 +209,7 @@ impl Master {
                         ..Default::default()
                     });
                     self.nodes
-                        .insert(node.clone(), (Arc::from(agent_id), key.clone()));
+                        .insert(node.clone(), (agent.shared_id.clone(), key.clone()));
                     agent.pools.insert(
                         key,
                         PoolNode {
@@ -222,6 +221,7 @@ impl Master {
                 }
             }
         }
+        agent.default_node = agent.pools.contains_key(&PoolKey::default());
         for node in changes {
             self.core.node(node);
         }
@@ -235,6 +235,7 @@ impl Master {
         let Some(agent) = self.agents.get_mut(agent_id) else {
             return;
         };
+        agent.default_node = false;
         for (_, pool) in std::mem::take(&mut agent.pools) {
             self.nodes.remove(&pool.node);
             self.core.node(si::NodeInfo {

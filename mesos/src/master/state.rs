@@ -101,6 +101,14 @@ pub struct Agent {
     /// event, so a run finds them without a map keyed by agent id. Stale
     /// once another run starts.
     pub(super) run_parts: (u64, smallvec::SmallVec<[(usize, usize); 2]>),
+    /// Its id, shared with the books (the `nodes` map and its offers).
+    pub(super) shared_id: Arc<str>,
+    /// True while its default pool (unreserved resources, no provider) is a
+    /// node of the core. That node's id is the agent's own id
+    /// (`PoolKey::node_id`), so a lease on it finds the agent with one
+    /// lookup, without the `nodes` map. Kept by `sync_pools` and
+    /// `drop_pools`, the only writers of `pools`.
+    pub(super) default_node: bool,
 }
 
 impl Agent {
@@ -116,6 +124,7 @@ impl Agent {
     ) -> Agent {
         let mut free = total.clone();
         free.subtract(&occupied);
+        let shared_id = Arc::from(id.as_str());
         Agent {
             id,
             info,
@@ -131,6 +140,8 @@ impl Agent {
             backend,
             registered_time,
             run_parts: (0, smallvec::SmallVec::new()),
+            shared_id,
+            default_node: false,
         }
     }
 
