@@ -321,7 +321,7 @@ impl Master {
                 value: String::from(&**framework),
             },
             agent_id: v1::AgentId {
-                value: agent.id.clone(),
+                value: String::from(&*agent.id),
             },
             hostname: agent.info.hostname.clone(),
             url: None,
@@ -341,7 +341,7 @@ impl Master {
                 framework: framework.clone(),
                 resources,
                 role: role.clone(),
-                agent: agent.shared_id.clone(),
+                agent: agent.id.clone(),
                 leases: vec![lease.allocation_id],
                 created: open.now,
                 run,

@@ -209,7 +209,7 @@ impl Master {
                         ..Default::default()
                     });
                     self.nodes
-                        .insert(node.clone(), (agent.shared_id.clone(), key.clone()));
+                        .insert(node.clone(), (agent.id.clone(), key.clone()));
                     agent.pools.insert(
                         key,
                         PoolNode {

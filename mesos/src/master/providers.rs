@@ -146,7 +146,7 @@ impl Master {
                 .agents
                 .values()
                 .find(|a| a.pid == n)
-                .map(|a| Some(a.id.clone()))
+                .map(|a| Some(String::from(&*a.id)))
                 .ok_or_else(|| CallError {
                     status: 404,
                     message: format!("No agent slave({n})"),

@@ -183,7 +183,7 @@ impl Master {
                             "name": e.name.clone().unwrap_or_default(),
                             "framework_id": f.id,
                             "resources": resources_json(&Resources::from_vec(e.resources.clone())),
-                            "slave_id": a.id,
+                            "slave_id": &*a.id,
                         });
                         if let Some(c) = &e.command {
                             v["command"] = crate::codec::to_json_value(c);
@@ -263,7 +263,7 @@ impl Master {
             .into_iter()
             .map(|a| {
                 json!({
-                    "id": a.id,
+                    "id": &*a.id,
                     "hostname": a.info.hostname,
                     "port": a.info.port.unwrap_or(5051),
                     "attributes": attributes_json(&a.info.attributes),
@@ -271,16 +271,16 @@ impl Master {
                     "registered_time": seconds(a.registered_time),
                     "resources": resources_json(&a.total),
                     "used_resources": resources_json(&a.used),
-                    "offered_resources": resources_json(offered.get(a.id.as_str()).unwrap_or(&none)),
+                    "offered_resources": resources_json(offered.get(&*a.id).unwrap_or(&none)),
                     "reserved_resources": a.total.reservations().iter().map(|(role, r)| (role.clone(), resources_json(r))).collect::<Map<String, Value>>(),
                     "reserved_resources_full": a.total.reservations().iter().map(|(role, r)| (role.clone(), Value::Array(r.iter().map(crate::codec::to_json_value).collect()))).collect::<Map<String, Value>>(),
                     "unreserved_resources": resources_json(&a.total.unreserved()),
-                    "resource_providers": self.providers.values().filter(|p| p.agent == a.id).map(|p| json!({
+                    "resource_providers": self.providers.values().filter(|p| *p.agent == *a.id).map(|p| json!({
                         "resource_provider_info": crate::codec::to_json_value(&p.info),
                         "total_resources": resources_json(&p.resources),
                         "subscribed": p.stream.is_some(),
                     })).collect::<Vec<_>>(),
-                    "operations": self.operations.values().filter(|o| o.agent == a.id).map(|o| json!({
+                    "operations": self.operations.values().filter(|o| *o.agent == *a.id).map(|o| json!({
                         "framework_id": {"value": o.framework},
                         "info": crate::codec::to_json_value(&o.info),
                         "latest_status": o.statuses.last().map(crate::codec::to_json_value),

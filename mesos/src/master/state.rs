@@ -65,8 +65,8 @@ impl BuildHasher for FixedState {
 
 /// An agent (a node of the core).
 pub struct Agent {
-    /// Its id.
-    pub id: String,
+    /// Its id (shared with the books: the `nodes` map and its offers).
+    pub id: Arc<str>,
     /// What it registered with (id, hostname, resources, attributes).
     pub info: v1::AgentInfo,
     /// Its total resources.
@@ -101,8 +101,6 @@ pub struct Agent {
     /// event, so a run finds them without a map keyed by agent id. Stale
     /// once another run starts.
     pub(super) run_parts: (u64, smallvec::SmallVec<[(usize, usize); 2]>),
-    /// Its id, shared with the books (the `nodes` map and its offers).
-    pub(super) shared_id: Arc<str>,
     /// True while its default pool (unreserved resources, no provider) is a
     /// node of the core. That node's id is the agent's own id
     /// (`PoolKey::node_id`), so a lease on it finds the agent with one
@@ -124,9 +122,8 @@ impl Agent {
     ) -> Agent {
         let mut free = total.clone();
         free.subtract(&occupied);
-        let shared_id = Arc::from(id.as_str());
         Agent {
-            id,
+            id: Arc::from(id),
             info,
             total,
             used: Resources::default(),
@@ -140,7 +137,6 @@ impl Agent {
             backend,
             registered_time,
             run_parts: (0, smallvec::SmallVec::new()),
-            shared_id,
             default_node: false,
         }
     }

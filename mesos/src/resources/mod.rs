@@ -478,14 +478,11 @@ impl Resources {
         {
             // All alike before, all alike after: no two entries can merge.
             // The last entry takes `info` itself, the others a copy.
-            let mut info = info;
-            let n = self.entries.len();
-            for (i, entry) in self.entries.iter_mut().enumerate() {
-                entry.resource.allocation_info = if i + 1 == n {
-                    info.take()
-                } else {
-                    info.clone()
-                };
+            if let Some((last, rest)) = self.entries.split_last_mut() {
+                for entry in rest {
+                    entry.resource.allocation_info = info.clone();
+                }
+                last.resource.allocation_info = info;
             }
             return;
         }
