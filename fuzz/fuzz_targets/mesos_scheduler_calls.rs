@@ -27,16 +27,16 @@ use std::cell::RefCell;
 
 use libfuzzer_sys::fuzz_target;
 use mesos_common::{Live, RESTART_EVERY, content_type, round_trips};
-use tokio::sync::mpsc;
+use unisched_mesos::master::EventReceiver;
 use unisched_mesos::master::http::validate_call;
 use unisched_mesos::v1;
-use unisched_mesos::v1::scheduler::{Call, Event, call, event};
+use unisched_mesos::v1::scheduler::{Call, call, event};
 
 /// The framework the target keeps subscribed.
 struct Ours {
     id: String,
     stream: String,
-    events: mpsc::Receiver<Event>,
+    events: EventReceiver,
     offers: Vec<v1::OfferId>,
 }
 
@@ -123,8 +123,8 @@ fn drain(ours: &mut Ours) -> bool {
                 event::Type::Error => return false,
                 _ => {}
             },
-            Err(mpsc::error::TryRecvError::Empty) => return true,
-            Err(mpsc::error::TryRecvError::Disconnected) => return false,
+            Err(tokio::sync::mpsc::error::TryRecvError::Empty) => return true,
+            Err(tokio::sync::mpsc::error::TryRecvError::Disconnected) => return false,
         }
     }
 }

@@ -16,7 +16,6 @@ use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use futures_util::{Stream, StreamExt};
-use tokio::sync::mpsc;
 
 use crate::client::{
     Answer, ClientError, DEFAULT_HEARTBEAT_MISSES, EventStream, StreamError, Subscription,
@@ -135,7 +134,7 @@ impl Transport for InProcessTransport {
 /// A subscription's channel as an event source; tells the master when it is
 /// dropped, as a closed HTTP connection would.
 struct ChannelEvents {
-    events: mpsc::Receiver<Event>,
+    events: crate::master::EventReceiver,
     master: MasterHandle,
     stream_id: String,
     /// Known from SUBSCRIBED.

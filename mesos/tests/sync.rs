@@ -6,10 +6,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::mpsc;
 use unisched_core::{ManualClock, Scheduler, SchedulerOptions};
 use unisched_mesos::agent::{AgentBackend, AgentUpdate, Launch};
-use unisched_mesos::master::{AgentSpec, Input, MasterHandle, Settings};
+use unisched_mesos::master::{AgentSpec, EventReceiver, Input, MasterHandle, Settings};
 use unisched_mesos::resources::Resources;
 use unisched_mesos::v1;
 use unisched_mesos::v1::scheduler::{Call, Event, call, event};
@@ -81,7 +80,7 @@ impl World {
         unreachable!()
     }
 
-    fn subscribe(&self) -> (String, mpsc::Receiver<Event>) {
+    fn subscribe(&self) -> (String, EventReceiver) {
         self.master.subscribe(
             call::Subscribe {
                 framework_info: v1::FrameworkInfo {
@@ -107,7 +106,7 @@ impl World {
     }
 }
 
-fn drain(rx: &mut mpsc::Receiver<Event>) -> Vec<Event> {
+fn drain(rx: &mut EventReceiver) -> Vec<Event> {
     std::iter::from_fn(|| rx.try_recv().ok()).collect()
 }
 

@@ -143,7 +143,7 @@ fn run_si_rm(endpoint: String) -> Arc<RecordingCallback> {
 
 /// The next event of `kind` on a framework's stream.
 async fn next(
-    events: &mut tokio::sync::mpsc::Receiver<v1::scheduler::Event>,
+    events: &mut unisched_mesos::master::EventReceiver,
     kind: event::Type,
 ) -> v1::scheduler::Event {
     loop {

@@ -632,11 +632,14 @@ impl Partition {
             (Some(node), Some(offer)) => {
                 self.place_lease(app, node, offer, ctx.now);
                 ctx.made += 1;
-                if self.outbox.placed.len() >= super::allocate::offer_run_part()
+                let part = super::allocate::offer_run_part();
+                if self.outbox.placed.len() >= part
                     && let Some(send) = ctx.send_part.as_mut()
                 {
                     self.sent_in_parts = true;
                     send(std::mem::take(&mut self.outbox));
+                    // The next part's room at once, not by doubling.
+                    self.outbox.placed.reserve(part);
                 }
                 true
             }

@@ -298,6 +298,15 @@ where
     JsonWriter::new(&plans).message(index, &bytes, out);
 }
 
+/// The Mesos JSON of a message already encoded as protobuf (`bytes`, a
+/// message of type `descriptor`, as the master writes OFFERS events).
+pub fn encode_json_wire(descriptor: &prost_reflect::MessageDescriptor, bytes: &[u8]) -> Vec<u8> {
+    let (plans, index) = plans_for(descriptor);
+    let mut out = Vec::with_capacity(bytes.len() * 2 + 16);
+    JsonWriter::new(&plans).message(index, bytes, &mut out);
+    out
+}
+
 /// The Mesos JSON of a message as a `serde_json::Value` (for reports and
 /// state endpoints that embed messages).
 pub fn to_json_value<T>(message: &T) -> serde_json::Value

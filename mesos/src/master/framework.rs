@@ -17,8 +17,8 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc;
 
+use super::stream::StreamEvent;
 use crate::v1;
-use crate::v1::scheduler::Event;
 
 /// Where a framework's connection is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,7 +93,7 @@ pub struct Stream {
     /// The `Mesos-Stream-Id` of this subscription.
     pub id: String,
     /// Where its events go (the HTTP response task, or an in-process driver).
-    pub sink: mpsc::Sender<Event>,
+    pub sink: mpsc::Sender<StreamEvent>,
     /// Increases with every subscription, so timers of an old stream are ignored.
     pub generation: u64,
 }
@@ -149,9 +149,9 @@ impl Framework {
 
     /// Sends an event on the open stream. False when there is no stream or
     /// the stream is full (a reader that does not keep up): the caller closes it.
-    pub fn send(&self, event: Event) -> bool {
+    pub fn send(&self, event: impl Into<StreamEvent>) -> bool {
         match &self.stream {
-            Some(s) => s.sink.try_send(event).is_ok(),
+            Some(s) => s.sink.try_send(event.into()).is_ok(),
             None => false,
         }
     }

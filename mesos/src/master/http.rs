@@ -22,8 +22,8 @@ use tokio::sync::mpsc;
 
 use super::{CallError, CallOutcome, Input, MasterHandle};
 use crate::codec::ContentType;
+use crate::v1::scheduler::Call;
 use crate::v1::scheduler::call::Type as CallType;
-use crate::v1::scheduler::{Call, Event};
 
 /// The stream id header.
 pub const STREAM_ID: &str = "Mesos-Stream-Id";
@@ -423,6 +423,23 @@ impl Drop for StreamGuard {
     }
 }
 
+/// An event a stream carries, as one RecordIO record's body.
+trait StreamRecord {
+    fn record(&self, accept: ContentType) -> Vec<u8>;
+}
+
+impl StreamRecord for super::StreamEvent {
+    fn record(&self, accept: ContentType) -> Vec<u8> {
+        self.encode(accept)
+    }
+}
+
+impl StreamRecord for crate::v1::resource_provider::Event {
+    fn record(&self, accept: ContentType) -> Vec<u8> {
+        crate::codec::encode(self, accept)
+    }
+}
+
 /// A 200 response streaming `events` as RecordIO in `accept`'s encoding;
 /// `arm` looks at each event and, at the first that identifies the
 /// subscriber, gives what to run when the client goes away.
@@ -433,7 +450,7 @@ fn event_stream<E, A>(
     arm: A,
 ) -> Response
 where
-    E: prost::Message + prost_reflect::ReflectMessage + Send + 'static,
+    E: StreamRecord + Send + 'static,
     A: Fn(&E) -> Option<Box<dyn FnOnce() + Send>> + Send + 'static,
 {
     let guard = StreamGuard { on_close: None };
@@ -447,7 +464,7 @@ where
                     {
                         guard.on_close = Some(f);
                     }
-                    let record = crate::codec::encode(&event, accept);
+                    let record = event.record(accept);
                     let bytes = Bytes::from(crate::recordio::encode_record(&record));
                     Some((Ok::<Bytes, Infallible>(bytes), (events, guard, arm)))
                 }
@@ -475,7 +492,7 @@ fn subscribe_stream(
     subscribe: crate::v1::scheduler::call::Subscribe,
     accept: ContentType,
 ) -> Response {
-    let (sink, events) = mpsc::channel::<Event>(edge.stream_capacity.max(1));
+    let (sink, events) = mpsc::channel::<super::StreamEvent>(edge.stream_capacity.max(1));
     let stream_id = uuid::Uuid::new_v4().to_string();
     edge.master.send(Input::Subscribe {
         subscribe: Box::new(subscribe),
@@ -484,8 +501,8 @@ fn subscribe_stream(
     });
     let master = edge.master.clone();
     let id = stream_id.clone();
-    event_stream(events, accept, &stream_id, move |e: &Event| {
-        e.subscribed.as_ref().map(|s| {
+    event_stream(events, accept, &stream_id, move |e: &super::StreamEvent| {
+        e.subscribed().map(|s| {
             let (master, framework, stream_id) =
                 (master.clone(), s.framework_id.value.clone(), id.clone());
             Box::new(move || {

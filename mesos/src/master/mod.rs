@@ -30,7 +30,9 @@
 //!   never waits for the core and the core never waits for the master.
 //! - **Events** go to each subscription's bounded channel with `try_send`;
 //!   the HTTP response task (or an in-process driver) encodes and writes
-//!   them. A subscriber that does not keep up has its stream closed (the
+//!   them. An allocation run's OFFERS events are encoded by the master as
+//!   it makes the offers, from its books (`offer_wire.rs`), and travel as
+//!   bytes; [`EventReceiver`] decodes them for in-process subscribers. A subscriber that does not keep up has its stream closed (the
 //!   framework is disconnected and may resubscribe): a slow or stuck
 //!   framework never holds up the master, the core or another framework.
 //! - **Agents** get non-blocking calls (launch, kill, ...) and report status
@@ -47,6 +49,7 @@ pub mod config;
 mod feedback;
 pub mod framework;
 pub mod http;
+mod offer_wire;
 mod offers;
 mod operations;
 mod pools;
@@ -54,6 +57,7 @@ mod providers;
 pub mod report;
 mod state;
 pub mod status;
+pub mod stream;
 mod subscribe;
 mod tasks;
 pub mod units;
@@ -72,13 +76,14 @@ use unisched_si as si;
 use crate::agent::{AgentBackend, AgentUpdate};
 use crate::resources::Resources;
 use crate::v1;
-use crate::v1::scheduler::{Call, Event};
+use crate::v1::scheduler::Call;
 
 /// The checks of a resource provider call before it reaches the master (as
 /// the HTTP route makes them; public for the fuzz target that drives the
 /// master in process).
 pub use providers::validate_call as validate_provider_call;
 pub use state::Timer;
+pub use stream::{EventReceiver, StreamEvent};
 
 /// Settings of the master.
 #[derive(Debug, Clone)]
@@ -209,7 +214,7 @@ pub enum Input {
         /// The stream's `Mesos-Stream-Id`.
         stream_id: String,
         /// Where the events go.
-        sink: mpsc::Sender<Event>,
+        sink: mpsc::Sender<StreamEvent>,
     },
     /// Any other call.
     Call {
@@ -462,7 +467,7 @@ impl MasterHandle {
         &self,
         subscribe: v1::scheduler::call::Subscribe,
         capacity: usize,
-    ) -> (String, mpsc::Receiver<Event>) {
+    ) -> (String, EventReceiver) {
         let (sink, events) = mpsc::channel(capacity.max(1));
         let stream_id = uuid::Uuid::new_v4().to_string();
         self.send(Input::Subscribe {
@@ -470,7 +475,7 @@ impl MasterHandle {
             stream_id: stream_id.clone(),
             sink,
         });
-        (stream_id, events)
+        (stream_id, EventReceiver::new(events))
     }
 
     /// Makes a call (not SUBSCRIBE) and waits for its outcome.

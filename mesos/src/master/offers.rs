@@ -8,9 +8,11 @@ use unisched_core::scheduler::offers::OfferChange;
 use unisched_shim_api::{Lease, Leases};
 use unisched_si as si;
 
+use super::offer_wire;
 use super::pools::PoolKey;
 use super::state::{Master, Offer, RUN_TIMINGS_KEPT, Timer, offer_id};
 use super::status::nanos;
+use super::stream::StreamEvent;
 use super::units::{app_id, granted_scalar, to_core};
 use crate::resources::Resources;
 use crate::v1;
@@ -48,6 +50,10 @@ pub fn policy_change(min: &[Resources]) -> OfferChange {
     }
 }
 
+/// About the size of one encoded offer of an agent's plain scalars: room
+/// an OFFERS body is made with per offer expected.
+const OFFER_BYTES: usize = 256;
+
 /// An allocation run the core sends in parts, between its first part and
 /// its last. Its offers are made as their leases come, into the books at
 /// once (no other input is applied and no timer fires until the run closes,
@@ -71,10 +77,18 @@ pub(super) struct OpenRun {
     per_framework: usize,
 }
 
-/// A framework's offers of one run: its OFFERS event to be.
+/// A framework's offers of one run: its OFFERS event to be, encoded as the
+/// offers are made (`offer_wire.rs`).
 struct RunOffers {
-    framework: String,
-    offers: Vec<v1::Offer>,
+    framework: Arc<str>,
+    /// The event's `offers` so far, encoded.
+    body: Vec<u8>,
+    /// The offers in `body`, in order.
+    offers: Vec<Arc<str>>,
+    /// An offer in `body` grew after it was encoded (a lease of another
+    /// pool of its agent joined it): the body is made again from the books
+    /// at the close.
+    stale: bool,
 }
 
 impl Master {
@@ -171,15 +185,20 @@ impl Master {
         } = open;
         // One OFFERS event per framework, sent in the order of their ids.
         events.sort_unstable_by(|a, b| a.framework.cmp(&b.framework));
-        for RunOffers { framework, offers } in events {
+        for RunOffers {
+            framework,
+            mut body,
+            offers,
+            stale,
+        } in events
+        {
             self.counters.offers_sent += offers.len() as u64;
+            if stale {
+                body = self.encode_offers(&offers);
+            }
             self.send(
                 &framework,
-                Event {
-                    r#type: Some(event::Type::Offers as i32),
-                    offers: Some(event::Offers { offers }),
-                    ..Default::default()
-                },
+                StreamEvent::Encoded(offer_wire::offers_event(body)),
             );
         }
         for released in &late {
@@ -270,25 +289,24 @@ impl Master {
         if f.offer_run.0 != run {
             f.offer_run = (run, open.events.len());
             open.events.push(RunOffers {
-                framework: String::from(&**framework),
+                framework: framework.clone(),
+                body: offer_wire::new_body(open.per_framework * OFFER_BYTES),
                 offers: Vec::with_capacity(open.per_framework),
+                stale: false,
             });
         }
         let slot = f.offer_run.1;
-        let events = &mut open.events[slot].offers;
+        let event = &mut open.events[slot];
         // This framework's offer of the agent to the same role, if another
         // pool's lease made one in this run.
         let same = agent.run_parts.1.iter().find(|&&(s, i)| {
             s == slot
-                && events[i]
-                    .allocation_info
-                    .as_ref()
-                    .and_then(|a| a.role.as_deref())
-                    == Some(&**role)
+                && offers
+                    .get(&*event.offers[i])
+                    .is_some_and(|o| o.role == *role)
         });
         if let Some(&(_, i)) = same {
-            let event = &mut events[i];
-            let Some(offer) = offers.get_mut(event.id.value.as_str()) else {
+            let Some(offer) = offers.get_mut(&*event.offers[i]) else {
                 // Not reached: the run's offers stay in the books until it
                 // closes (the core's releases of them wait for the close).
                 // Were it reached, the lease and its resources go back.
@@ -297,43 +315,37 @@ impl Master {
                 return None;
             };
             offer.resources.add(&resources);
-            event.resources = offer.resources.to_vec();
+            event.stale = true;
             offer_by_lease.insert(lease.allocation_id.clone(), offer.id.clone());
             offer.leases.push(lease.allocation_id);
             return None;
         }
-        agent.run_parts.1.push((slot, events.len()));
-        let id = offer_id(&info.id, *next_offer);
+        agent.run_parts.1.push((slot, event.offers.len()));
+        // One copy of the id, shared by the books and the run.
+        let shared: Arc<str> = Arc::from(offer_id(&info.id, *next_offer));
         *next_offer += 1;
-        // The books share one copy of the id; the event has its own.
-        let shared: Arc<str> = Arc::from(id.as_str());
         offer_by_lease.insert(lease.allocation_id.clone(), shared.clone());
         f.offers.insert(shared.clone());
-        let executor_ids = agent
+        let executor_ids: smallvec::SmallVec<[&str; 4]> = agent
             .executors
             .keys()
             .filter(|(f, _)| **f == **framework)
-            .map(|(_, e)| v1::ExecutorId { value: e.clone() })
+            .map(|(_, e)| e.as_str())
             .collect();
-        events.push(v1::Offer {
-            id: v1::OfferId { value: id },
-            framework_id: v1::FrameworkId {
-                value: String::from(&**framework),
+        offer_wire::push_offer(
+            &mut event.body,
+            &offer_wire::OfferView {
+                id: &shared,
+                framework,
+                agent: &agent.id,
+                hostname: &agent.info.hostname,
+                resources: resources.iter(),
+                executor_ids: &executor_ids,
+                attributes: &agent.info.attributes,
+                role,
             },
-            agent_id: v1::AgentId {
-                value: String::from(&*agent.id),
-            },
-            hostname: agent.info.hostname.clone(),
-            url: None,
-            domain: None,
-            resources: resources.to_vec(),
-            attributes: agent.info.attributes.clone(),
-            executor_ids,
-            unavailability: None,
-            allocation_info: Some(v1::resource::AllocationInfo {
-                role: Some(String::from(&**role)),
-            }),
-        });
+        );
+        event.offers.push(shared.clone());
         offers.insert(
             shared.clone(),
             Offer {
@@ -348,6 +360,40 @@ impl Master {
             },
         );
         Some(shared)
+    }
+
+    /// The `offers` of an OFFERS event of these offers, encoded from the
+    /// books (offers no longer there are left out).
+    fn encode_offers(&self, ids: &[Arc<str>]) -> Vec<u8> {
+        let mut body = offer_wire::new_body(ids.len() * OFFER_BYTES);
+        for id in ids {
+            let Some(offer) = self.offers.get(id) else {
+                continue;
+            };
+            let Some(agent) = self.agents.get(&*offer.agent) else {
+                continue;
+            };
+            let executor_ids: smallvec::SmallVec<[&str; 4]> = agent
+                .executors
+                .keys()
+                .filter(|(f, _)| **f == *offer.framework)
+                .map(|(_, e)| e.as_str())
+                .collect();
+            offer_wire::push_offer(
+                &mut body,
+                &offer_wire::OfferView {
+                    id,
+                    framework: &offer.framework,
+                    agent: &agent.id,
+                    hostname: &agent.info.hostname,
+                    resources: offer.resources.iter(),
+                    executor_ids: &executor_ids,
+                    attributes: &agent.info.attributes,
+                    role: &offer.role,
+                },
+            );
+        }
+        body
     }
 
     /// Takes an offer out of the books, its resources back to its agent's

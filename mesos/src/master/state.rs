@@ -632,14 +632,14 @@ impl Master {
     /// Sends an event to a framework's open stream. A stream that cannot
     /// take it (its reader is too slow, or gone) is closed after the current
     /// input: the framework is then disconnected.
-    pub fn send(&mut self, framework: &str, event: Event) {
+    pub fn send(&mut self, framework: &str, event: impl Into<super::stream::StreamEvent>) {
         let Some(f) = self.frameworks.get(framework) else {
             return;
         };
         let Some(stream) = &f.stream else {
             return;
         };
-        if stream.sink.try_send(event).is_err() {
+        if stream.sink.try_send(event.into()).is_err() {
             self.counters.dropped_events += 1;
             self.broken_streams
                 .push((framework.to_string(), stream.generation));

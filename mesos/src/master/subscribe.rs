@@ -9,6 +9,7 @@ use unisched_core::scheduler::offers::OfferChange;
 
 use super::framework::{Connection, ConnectionEvent, Framework, Stream, Transition, roles_of};
 use super::state::{COMPLETED_FRAMEWORKS_KEPT, Master, Timer};
+use super::stream::StreamEvent;
 use super::units::{app_id, role_queue, validate_role};
 use super::{CallError, CallOutcome};
 use crate::v1;
@@ -110,13 +111,13 @@ impl Master {
         &mut self,
         subscribe: v1::scheduler::call::Subscribe,
         stream_id: String,
-        sink: mpsc::Sender<Event>,
+        sink: mpsc::Sender<StreamEvent>,
     ) {
         self.count_call("SUBSCRIBE");
         let mut info = subscribe.framework_info;
         let refuse = |message: &str| {
             tracing::info!(framework = %info.name, %message, "refusing subscription");
-            let _ = sink.try_send(error_event(message));
+            let _ = sink.try_send(error_event(message).into());
         };
         if let Err(e) = validate_framework(&info) {
             return refuse(&e);
@@ -150,9 +151,9 @@ impl Master {
             Some(id) if self.frameworks.contains_key(&id) => {
                 let old = &self.frameworks[&id];
                 if old.info.principal != info.principal {
-                    let _ = stream.sink.try_send(error_event(
-                        "Changing framework's principal is not allowed.",
-                    ));
+                    let _ = stream.sink.try_send(
+                        error_event("Changing framework's principal is not allowed.").into(),
+                    );
                     return;
                 }
                 if old.info.user != info.user {
@@ -160,7 +161,7 @@ impl Master {
                         "Updating 'FrameworkInfo.user' is unsupported; attempted to update from '{}' to '{}'",
                         old.info.user, info.user
                     );
-                    let _ = stream.sink.try_send(error_event(&message));
+                    let _ = stream.sink.try_send(error_event(&message).into());
                     return;
                 }
                 if old.info.checkpoint != info.checkpoint {
@@ -169,7 +170,7 @@ impl Master {
                         old.info.checkpoint.unwrap_or(false),
                         info.checkpoint.unwrap_or(false)
                     );
-                    let _ = stream.sink.try_send(error_event(&message));
+                    let _ = stream.sink.try_send(error_event(&message).into());
                     return;
                 }
                 self.failover(&id, info, stream, suppressed, now);

@@ -257,7 +257,7 @@ impl Resources {
     }
 
     /// The entries (a shared resource once, whatever its count).
-    pub fn iter(&self) -> impl Iterator<Item = &Resource> + '_ {
+    pub fn iter(&self) -> impl Iterator<Item = &Resource> + Clone + '_ {
         self.entries.iter().map(|e| &e.resource)
     }
 

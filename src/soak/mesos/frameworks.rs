@@ -20,7 +20,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use tokio::sync::mpsc;
+use unisched_mesos::master::EventReceiver;
 use unisched_mesos::master::units::to_core;
 use unisched_mesos::resources::Resources;
 use unisched_mesos::v1;
@@ -313,9 +313,9 @@ pub struct Fw {
     /// The stream id of its current (or last) subscription.
     pub stream: Option<String>,
     /// Its event channel while subscribed.
-    pub rx: Option<mpsc::Receiver<Event>>,
+    pub rx: Option<EventReceiver>,
     /// A stream it replaced by failing over, still to read: ERROR, then closed.
-    pub old_rx: Option<mpsc::Receiver<Event>>,
+    pub old_rx: Option<EventReceiver>,
     /// Outstanding offers by id.
     pub offers: BTreeMap<String, HeldOffer>,
     /// Offers it accepted or declined (ids), to use again on purpose.

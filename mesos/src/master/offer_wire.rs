@@ -1,0 +1,389 @@
+//! OFFERS events written as protobuf straight from the master's books.
+//!
+//! An allocation run makes thousands of offers. Building a `v1::Offer` for
+//! each (a dozen owned strings and a copy of every resource) was most of the
+//! master's work per offer, then freed by whoever read the event. Instead,
+//! each framework's OFFERS event of a run is one buffer: every offer is
+//! encoded into it as it is made, from borrowed ids and the books' own
+//! resources, with the bytes prost would write for the same `v1::Offer`
+//! (fields in tag order; a test pins this byte for byte). The event goes
+//! down the stream as [`StreamEvent::Encoded`](super::stream::StreamEvent).
+
+use bytes::Bytes;
+use prost::encoding::{encoded_len_varint, message};
+
+use crate::v1;
+
+/// Room kept at the front of a body for the event's header (type, and the
+/// `offers` field's key and length).
+const HEADER_ROOM: usize = 16;
+
+/// What one offer of an OFFERS event shows, borrowed from the books.
+pub(super) struct OfferView<'a, R> {
+    /// Offer id.
+    pub id: &'a str,
+    /// Framework id.
+    pub framework: &'a str,
+    /// Agent id.
+    pub agent: &'a str,
+    /// The agent's hostname.
+    pub hostname: &'a str,
+    /// What it offers (allocated to `role`).
+    pub resources: R,
+    /// The framework's executors on the agent.
+    pub executor_ids: &'a [&'a str],
+    /// The agent's attributes.
+    pub attributes: &'a [v1::Attribute],
+    /// The role it is allocated to.
+    pub role: &'a str,
+}
+
+/// An empty body of an OFFERS event, with room for its header.
+pub(super) fn new_body(capacity: usize) -> Vec<u8> {
+    let mut body = Vec::with_capacity(HEADER_ROOM + capacity);
+    body.resize(HEADER_ROOM, 0);
+    body
+}
+
+// Every field written here has a tag below 16: its key is one byte,
+// `tag << 3 | wire type`.
+const VARINT: u8 = 0;
+const FIXED64: u8 = 1;
+const LENGTH_DELIMITED: u8 = 2;
+
+fn key(tag: u8, wire: u8) -> u8 {
+    (tag << 3) | wire
+}
+
+/// Writes into room made ahead (the lengths are computed first, so the
+/// writes need no capacity checks).
+struct Writer<'b> {
+    out: &'b mut [u8],
+    at: usize,
+}
+
+impl Writer<'_> {
+    fn byte(&mut self, b: u8) {
+        self.out[self.at] = b;
+        self.at += 1;
+    }
+
+    fn bytes(&mut self, b: &[u8]) {
+        self.out[self.at..self.at + b.len()].copy_from_slice(b);
+        self.at += b.len();
+    }
+
+    fn varint(&mut self, mut v: u64) {
+        while v >= 0x80 {
+            self.byte((v as u8) | 0x80);
+            v >>= 7;
+        }
+        self.byte(v as u8);
+    }
+
+    fn string(&mut self, tag: u8, s: &str) {
+        self.byte(key(tag, LENGTH_DELIMITED));
+        self.varint(s.len() as u64);
+        self.bytes(s.as_bytes());
+    }
+
+    /// Field `tag` holding a message whose one field (1) is `s`.
+    fn wrapped(&mut self, tag: u8, s: &str) {
+        self.byte(key(tag, LENGTH_DELIMITED));
+        self.varint(field_len(s.len()) as u64);
+        self.string(1, s);
+    }
+
+    /// A message field, by prost.
+    fn message(&mut self, tag: u32, m: &impl prost::Message) {
+        let mut rest = &mut self.out[self.at..];
+        let before = rest.len();
+        message::encode(tag, m, &mut rest);
+        self.at += before - rest.len();
+    }
+
+    /// A resource as field 5 of an offer, as prost writes it.
+    fn resource(&mut self, r: &v1::Resource) {
+        let Some((value, role)) = plain_scalar(r) else {
+            return self.message(5, r);
+        };
+        self.byte(key(5, LENGTH_DELIMITED));
+        self.varint(plain_scalar_len(&r.name, role) as u64);
+        self.string(1, &r.name);
+        self.bytes(&[
+            key(2, VARINT),
+            v1::value::Type::Scalar as u8,
+            key(3, LENGTH_DELIMITED),
+            9,
+            key(1, FIXED64),
+        ]);
+        self.bytes(&value.to_le_bytes());
+        self.byte(key(11, LENGTH_DELIMITED));
+        match role {
+            Some(role) => {
+                self.varint(field_len(role.len()) as u64);
+                self.string(1, role);
+            }
+            None => self.byte(0),
+        }
+    }
+}
+
+/// A varint pushed onto a buffer.
+fn put_varint(mut v: u64, buf: &mut Vec<u8>) {
+    while v >= 0x80 {
+        buf.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    buf.push(v as u8);
+}
+
+/// Length of a length-delimited field holding `len` bytes.
+fn field_len(len: usize) -> usize {
+    1 + encoded_len_varint(len as u64) + len
+}
+
+/// Length of field `tag` holding a message whose one field (1) is `s`
+/// (`OfferID`, `FrameworkID`, `AgentID`, `ExecutorID`, `AllocationInfo`).
+fn wrapped_len(s: &str) -> usize {
+    field_len(field_len(s.len()))
+}
+
+/// A scalar with nothing but a name and an allocation (an agent's plain
+/// cpus or mem): its value and allocation role, else `None`.
+fn plain_scalar(r: &v1::Resource) -> Option<(f64, Option<&str>)> {
+    #[allow(deprecated)] // The legacy fields must be absent too.
+    let plain = r.provider_id.is_none()
+        && r.r#type == v1::value::Type::Scalar as i32
+        && r.ranges.is_none()
+        && r.set.is_none()
+        && r.role.is_none()
+        && r.reservation.is_none()
+        && r.reservations.is_empty()
+        && r.disk.is_none()
+        && r.revocable.is_none()
+        && r.shared.is_none();
+    if !plain {
+        return None;
+    }
+    let scalar = r.scalar.as_ref()?;
+    let info = r.allocation_info.as_ref()?;
+    Some((scalar.value, info.role.as_deref()))
+}
+
+/// The body length of a plain scalar resource: name (1), type (2),
+/// scalar (3, a double at 1) and allocation info (11, its role at 1).
+fn plain_scalar_len(name: &str, role: Option<&str>) -> usize {
+    field_len(name.len()) + 2 + field_len(9) + field_len(role.map_or(0, |r| field_len(r.len())))
+}
+
+/// Length of a resource as field 5 of an offer.
+fn resource_len(r: &v1::Resource) -> usize {
+    match plain_scalar(r) {
+        Some((_, role)) => field_len(plain_scalar_len(&r.name, role)),
+        None => message::encoded_len(5, r),
+    }
+}
+
+/// Appends one offer (field 1 of `Event.Offers`) to an OFFERS body.
+pub(super) fn push_offer<'a, R>(body: &mut Vec<u8>, offer: &OfferView<'a, R>)
+where
+    R: Iterator<Item = &'a v1::Resource> + Clone,
+{
+    let resources_len: usize = offer.resources.clone().map(resource_len).sum();
+    let len = wrapped_len(offer.id)
+        + wrapped_len(offer.framework)
+        + wrapped_len(offer.agent)
+        + field_len(offer.hostname.len())
+        + resources_len
+        + offer
+            .executor_ids
+            .iter()
+            .map(|e| wrapped_len(e))
+            .sum::<usize>()
+        + offer
+            .attributes
+            .iter()
+            .map(|a| message::encoded_len(7, a))
+            .sum::<usize>()
+        + wrapped_len(offer.role);
+    let start = body.len();
+    body.resize(start + field_len(len), 0);
+    let mut w = Writer {
+        out: &mut body[start..],
+        at: 0,
+    };
+    w.byte(key(1, LENGTH_DELIMITED));
+    w.varint(len as u64);
+    w.wrapped(1, offer.id);
+    w.wrapped(2, offer.framework);
+    w.wrapped(3, offer.agent);
+    w.string(4, offer.hostname);
+    for r in offer.resources.clone() {
+        w.resource(r);
+    }
+    for e in offer.executor_ids {
+        w.wrapped(6, e);
+    }
+    for a in offer.attributes {
+        w.message(7, a);
+    }
+    w.wrapped(10, offer.role);
+    debug_assert_eq!(w.at, w.out.len(), "an offer's length as computed");
+}
+
+/// The OFFERS event of a body made by [`new_body`] and [`push_offer`]: an
+/// `Event` of type OFFERS whose `offers` holds them, as prost encodes it.
+pub(super) fn offers_event(mut body: Vec<u8>) -> Bytes {
+    let len = (body.len() - HEADER_ROOM) as u64;
+    let mut header = Vec::with_capacity(HEADER_ROOM);
+    header.push(key(1, VARINT));
+    put_varint(v1::scheduler::event::Type::Offers as u64, &mut header);
+    header.push(key(3, LENGTH_DELIMITED));
+    put_varint(len, &mut header);
+    let start = HEADER_ROOM - header.len();
+    body[start..HEADER_ROOM].copy_from_slice(&header);
+    Bytes::from(body).slice(start..)
+}
+
+#[cfg(test)]
+mod tests {
+    use prost::Message;
+
+    use super::*;
+    use crate::resources::Resources;
+    use crate::v1::scheduler::{Event, event};
+
+    /// The offer the books' view stands for, built as a message.
+    fn as_message(view: &OfferView<'_, std::slice::Iter<'_, v1::Resource>>) -> v1::Offer {
+        v1::Offer {
+            id: v1::OfferId {
+                value: view.id.to_string(),
+            },
+            framework_id: v1::FrameworkId {
+                value: view.framework.to_string(),
+            },
+            agent_id: v1::AgentId {
+                value: view.agent.to_string(),
+            },
+            hostname: view.hostname.to_string(),
+            url: None,
+            domain: None,
+            resources: view.resources.clone().cloned().collect(),
+            attributes: view.attributes.to_vec(),
+            executor_ids: view
+                .executor_ids
+                .iter()
+                .map(|e| v1::ExecutorId {
+                    value: e.to_string(),
+                })
+                .collect(),
+            unavailability: None,
+            allocation_info: Some(v1::resource::AllocationInfo {
+                role: Some(view.role.to_string()),
+            }),
+        }
+    }
+
+    #[test]
+    fn an_offers_event_is_what_prost_writes_for_the_same_offers() {
+        let mut plain =
+            Resources::parse("cpus:8;mem:4096;ports:[31000-31005,32000-32000]").expect("parses");
+        plain.allocate("web");
+        let mut reserved = Resources::parse("cpus(db):1.5;disk(db):100").expect("parses");
+        reserved.allocate("db/x");
+        let mut plain = plain.to_vec();
+        // An allocation with no role is written as an empty message.
+        let mut no_role = plain[0].clone();
+        no_role.allocation_info = Some(v1::resource::AllocationInfo { role: None });
+        plain.push(no_role);
+        let reserved = reserved.to_vec();
+        let attributes = vec![v1::Attribute {
+            name: "rack".into(),
+            r#type: v1::value::Type::Text as i32,
+            text: Some(v1::value::Text { value: "r1".into() }),
+            ..Default::default()
+        }];
+        let long = "x".repeat(300);
+        let views = [
+            OfferView {
+                id: "a6e5-O1",
+                framework: "fw-1",
+                agent: "a6e5-S1",
+                hostname: "agent-1",
+                resources: plain.iter(),
+                executor_ids: &[],
+                attributes: &[],
+                role: "web",
+            },
+            OfferView {
+                id: "a6e5-O2",
+                framework: "fw-1",
+                agent: "a6e5-S2",
+                hostname: &long,
+                resources: reserved.iter(),
+                executor_ids: &["e1", "e2"],
+                attributes: &attributes,
+                role: "db/x",
+            },
+            OfferView {
+                id: "",
+                framework: "",
+                agent: "",
+                hostname: "",
+                resources: [].iter(),
+                executor_ids: &[],
+                attributes: &[],
+                role: "",
+            },
+        ];
+        for n in 1..=views.len() {
+            let mut body = new_body(0);
+            for v in &views[..n] {
+                push_offer(&mut body, v);
+            }
+            let bytes = offers_event(body);
+            let expected = Event {
+                r#type: Some(event::Type::Offers as i32),
+                offers: Some(event::Offers {
+                    offers: views[..n].iter().map(as_message).collect(),
+                }),
+                ..Default::default()
+            };
+            assert_eq!(&bytes[..], &expected.encode_to_vec()[..], "{n} offers");
+            let event = super::super::StreamEvent::Encoded(bytes.clone());
+            assert_eq!(event.offer_count(), n);
+            assert_eq!(event.clone().into_event(), expected);
+            assert_eq!(
+                event.encode(crate::codec::ContentType::Json),
+                crate::codec::encode(&expected, crate::codec::ContentType::Json)
+            );
+            assert_eq!(Event::decode(bytes).expect("decodes"), expected);
+        }
+    }
+
+    #[test]
+    fn a_body_of_many_offers_gets_a_longer_header() {
+        // More than 16 KiB of offers: the length takes three bytes.
+        let r = Resources::parse("cpus:1").expect("parses").to_vec();
+        let mut body = new_body(0);
+        let view = OfferView {
+            id: "an-offer-id-of-some-length",
+            framework: "a-framework",
+            agent: "an-agent",
+            hostname: "a-host",
+            resources: r.iter(),
+            executor_ids: &[],
+            attributes: &[],
+            role: "*",
+        };
+        for _ in 0..400 {
+            push_offer(&mut body, &view);
+        }
+        let bytes = offers_event(body);
+        let event = super::super::StreamEvent::Encoded(bytes.clone());
+        assert_eq!(event.offer_count(), 400);
+        let decoded = Event::decode(bytes).expect("decodes");
+        assert_eq!(decoded.offers.expect("offers").offers.len(), 400);
+    }
+}
