@@ -114,7 +114,7 @@ pub struct Framework {
     /// The open stream while connected.
     pub stream: Option<Stream>,
     /// Outstanding offers.
-    pub offers: BTreeSet<Arc<str>>,
+    pub offers: OfferSet,
     /// Its tasks by task id (the key into the master's task table).
     pub tasks: BTreeSet<String>,
     /// Tasks that ended and were acknowledged, newest last (for reports).
@@ -154,6 +154,47 @@ impl Framework {
             Some(s) => s.sink.try_send(event.into()).is_ok(),
             None => false,
         }
+    }
+}
+
+/// A framework's outstanding offers. An allocation run adds thousands of
+/// offers: a hash set takes each id without comparing it against others
+/// (an ordered set compared long ids, each a cache miss); the rare readers
+/// that list them get them in id order from [`OfferSet::sorted`].
+#[derive(Debug, Default)]
+pub struct OfferSet(std::collections::HashSet<Arc<str>, super::state::FixedState>);
+
+impl OfferSet {
+    /// Adds an offer.
+    pub fn insert(&mut self, id: Arc<str>) {
+        self.0.insert(id);
+    }
+
+    /// Removes an offer.
+    pub fn remove(&mut self, id: &str) {
+        self.0.remove(id);
+    }
+
+    /// Whether the offer is one of these.
+    pub fn contains(&self, id: &str) -> bool {
+        self.0.contains(id)
+    }
+
+    /// How many.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// True when there are none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The offers in id order.
+    pub fn sorted(&self) -> Vec<Arc<str>> {
+        let mut ids: Vec<Arc<str>> = self.0.iter().cloned().collect();
+        ids.sort_unstable();
+        ids
     }
 }
 

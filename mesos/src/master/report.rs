@@ -140,6 +140,7 @@ impl Master {
         let mut offered = Resources::default();
         let offers: Vec<Value> = f
             .offers
+            .sorted()
             .iter()
             .filter_map(|id| self.offers.get(id))
             .map(|o| {

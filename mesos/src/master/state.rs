@@ -157,9 +157,9 @@ impl Agent {
         &mut self,
         role: &str,
         keep: impl Fn(&v1::Resource) -> bool,
-        granted: impl Fn(&str) -> Option<f64>,
+        granted: impl Fn(&str) -> Option<crate::resources::value::Scalar>,
     ) -> Resources {
-        self.free.take_offer(role, keep, granted)
+        self.free.take_offer_exact(role, keep, granted)
     }
 
     /// Resources of an offer (any form) come back (declined, rescinded, accepted).

@@ -242,9 +242,9 @@ impl Master {
     fn remove_role(&mut self, framework: &str, role: &str) {
         let offers: Vec<Arc<str>> = self.frameworks[framework]
             .offers
-            .iter()
-            .filter(|o| self.offers.get(*o).is_some_and(|o| *o.role == *role))
-            .cloned()
+            .sorted()
+            .into_iter()
+            .filter(|o| self.offers.get(o).is_some_and(|o| *o.role == *role))
             .collect();
         for o in offers {
             self.rescind(&o, true);
@@ -296,7 +296,7 @@ impl Master {
     /// takes back its outstanding offers (rescinded when its stream is open).
     fn deactivate(&mut self, id: &str, rescind: bool) {
         let f = &self.frameworks[id];
-        let offers: Vec<Arc<str>> = f.offers.iter().cloned().collect();
+        let offers = f.offers.sorted();
         let changes: Vec<OfferChange> = f
             .roles
             .iter()

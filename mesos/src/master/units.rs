@@ -38,6 +38,20 @@ impl Unit {
         }
     }
 
+    /// A value in this unit as Mesos thousandths: thousandths as they are,
+    /// bytes to MB thousandths rounded half away from zero (saturated at the
+    /// ends of i64), in integers.
+    fn to_millis(self, value: i64) -> i64 {
+        if self == Unit::Thousandths {
+            return value;
+        }
+        let scaled = i128::from(value) * 1000;
+        let mb = MB as i128;
+        let half = if scaled < 0 { -mb / 2 } else { mb / 2 };
+        let millis = (scaled + half) / mb;
+        millis.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
+    }
+
     /// A value in Mesos thousandths in this unit: thousandths stay as they
     /// are, MB thousandths become bytes, rounded half away from zero and
     /// saturated at the ends of i64. Integer arithmetic throughout, so the
@@ -110,9 +124,10 @@ pub fn scalar_from_core(core_name: &str, value: i64) -> (String, f64) {
     (name.to_string(), (v * 1000.0).round() / 1000.0)
 }
 
-/// How much of the Mesos scalar `name` a core resource map holds (in Mesos
-/// units, three decimals); `None` when it holds none of it.
-pub fn granted_scalar(core: &si::Resource, name: &str) -> Option<f64> {
+/// How much of the Mesos scalar `name` a core resource map holds, in Mesos
+/// thousandths (bytes to MB thousandths rounded half away from zero, in
+/// integers); `None` when it holds none of it.
+pub fn granted_scalar(core: &si::Resource, name: &str) -> Option<Scalar> {
     let (core_name, unit) = core_unit(name);
     // A lease names a few types: a scan of them is cheaper than hashing
     // the name with the map's SipHash.
@@ -123,7 +138,7 @@ pub fn granted_scalar(core: &si::Resource, name: &str) -> Option<f64> {
     } else {
         core.resources.get(core_name.as_ref())?
     };
-    Some(((q.value as f64 / unit.scale()) * 1000.0).round() / 1000.0)
+    Some(Scalar::from_millis(unit.to_millis(q.value)))
 }
 
 /// The scalar part of Mesos resources as a core resource map (sums per name).
@@ -349,9 +364,31 @@ mod tests {
         assert_eq!(q("mesos:vcore"), Some(7000));
         assert_eq!(q("mesos:memory"), Some(5000));
         assert_eq!(core.resources.len(), 4);
-        assert_eq!(granted_scalar(&core, "memory"), Some(5.0));
-        assert_eq!(granted_scalar(&core, "mem"), Some(1.0));
-        assert_eq!(granted_scalar(&core, "vcore"), Some(7.0));
+        let granted = |n: &str| granted_scalar(&core, n).map(Scalar::to_f64);
+        assert_eq!(granted("memory"), Some(5.0));
+        assert_eq!(granted("mem"), Some(1.0));
+        assert_eq!(granted("vcore"), Some(7.0));
+    }
+
+    #[test]
+    fn a_grant_in_bytes_reads_as_the_float_formula_did() {
+        // The float reading it replaced: bytes / MB, rounded to thousandths.
+        let old = |bytes: i64| Scalar::from_f64(((bytes as f64 / MB) * 1000.0).round() / 1000.0);
+        let mut values: Vec<i64> = (-3000..3000).collect();
+        for mb in [1i64, 32, 4096, 1 << 20] {
+            for d in -600..600 {
+                values.push(mb * 1_048_576 + d);
+                values.push(mb * 1_048_576 / 2 + d);
+            }
+        }
+        // Exactly half a thousandth of a MB, both ways.
+        values.extend([524, 525, 1048, 1049, -524, -525]);
+        for v in values {
+            let core = si::Resource {
+                resources: [("memory".to_string(), si::Quantity { value: v })].into(),
+            };
+            assert_eq!(granted_scalar(&core, "mem"), Some(old(v)), "{v} bytes");
+        }
     }
 
     #[test]

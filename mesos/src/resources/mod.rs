@@ -556,6 +556,18 @@ impl Resources {
         keep: impl Fn(&Resource) -> bool,
         granted: impl Fn(&str) -> Option<f64>,
     ) -> Resources {
+        self.take_offer_exact(role, keep, |name| granted(name).map(Scalar::from_f64))
+    }
+
+    /// [`Resources::take_offer`] with the grant in fixed point (as the
+    /// master reads it off the core's integer quantities, with no float on
+    /// the way).
+    pub fn take_offer_exact(
+        &mut self,
+        role: &str,
+        keep: impl Fn(&Resource) -> bool,
+        granted: impl Fn(&str) -> Option<Scalar>,
+    ) -> Resources {
         /// What becomes of one entry.
         #[derive(Clone, Copy)]
         enum Take {
@@ -610,7 +622,7 @@ impl Resources {
                     Take::Whole | Take::Copy => sum + kind::scalar(&e.resource),
                     Take::Part(p) => sum + *p,
                 });
-            let budget = Scalar::from_f64(grant) - taken;
+            let budget = grant - taken;
             if budget <= Scalar::ZERO {
                 takes.push(Take::No);
                 continue;
