@@ -619,3 +619,37 @@ fn thread_names_lose_their_control_characters() {
     let name = unisched_core::scheduler::thread_name("p-", "a\u{0}b\tc");
     assert_eq!(name, "p-a?b?c");
 }
+
+#[test]
+fn nodes_set_aside_as_too_small_come_back_when_smaller_asks_arrive() {
+    let h = Harness::new(TWO_LEAVES);
+    h.nodes(&[
+        ("n1", 30, 1000),
+        ("n2", 30, 1000),
+        ("n3", 10, 1000),
+        ("n4", 10, 1000),
+    ]);
+    h.app("app-1", "root.b");
+    // Fits no node: every node is set aside as exhausted.
+    h.asks("app-1", "big", 1, 50, 10);
+    assert_eq!(h.snapshot().allocations.len(), 0);
+    // The floor drops to 20: n1 and n2 come back, n3 and n4 stay aside.
+    h.asks("app-1", "mid", 2, 20, 10);
+    let snap = h.snapshot();
+    assert_eq!(snap.allocations.len(), 2);
+    for n in ["n1", "n2"] {
+        assert_eq!(snap.node(n).unwrap().allocation_count, 1, "{n}");
+    }
+    // The floor drops to 10: every node has room for one more.
+    h.asks("app-1", "small", 4, 10, 10);
+    let snap = h.snapshot();
+    assert_eq!(snap.allocations.len(), 6);
+    for n in ["n1", "n2", "n3", "n4"] {
+        let node = snap.node(n).unwrap();
+        assert_eq!(
+            node.allocated["memory"], node.capacity["memory"],
+            "{n}: {node:?}"
+        );
+    }
+    assert_eq!(snap.queue("root.b").unwrap().pending["memory"], 50);
+}

@@ -29,13 +29,8 @@ impl Partition {
     /// Puts a node at its place in the node index (or out of it when it cannot
     /// take allocations).
     pub fn rekey_node(&mut self, node: NodeId) {
-        let n = &self.nodes[node];
-        let exhausted = self.node_exhausted(node);
-        // A reserved node serves only the ask holding it, which tries it
-        // first: kept out of the index, no search walks past it.
-        let new_key = (n.schedulable && n.reserved_by.is_none())
-            .then(|| (NodeKey::new(self.node_score(n), node), exhausted));
-        let old_key = n.key_in_index;
+        let new_key = self.index_key(node);
+        let old_key = self.nodes[node].key_in_index;
         if old_key == new_key {
             return;
         }
@@ -50,6 +45,20 @@ impl Partition {
             None => false,
         };
         self.nodes[node].key_in_index = new_key;
+    }
+
+    /// Where a node belongs: its key and whether it is exhausted (in
+    /// `exhausted_nodes` rather than the index), or nowhere.
+    fn index_key(&self, node: NodeId) -> Option<(NodeKey, bool)> {
+        let n = &self.nodes[node];
+        // A reserved node serves only the ask holding it, which tries it
+        // first: kept out of the index, no search walks past it.
+        (n.schedulable && n.reserved_by.is_none()).then(|| {
+            (
+                NodeKey::new(self.node_score(n), node),
+                self.node_exhausted(node),
+            )
+        })
     }
 
     /// Notes an ask that starts wanting allocations of size `res`.
@@ -83,9 +92,49 @@ impl Partition {
             return;
         }
         let nodes: Vec<NodeId> = self.exhausted_nodes.iter().map(|k| k.node()).collect();
+        // Nodes that are no longer exhausted under the same key go back
+        // into the index in one merge instead of a remove and an insert
+        // each: after nobody wanted offers, a REVIVE brings every node of
+        // the cluster back at once. In key order, as the set gave them.
+        let mut back = Vec::new();
         for n in nodes {
-            self.rekey_node(n);
+            match (self.nodes[n].key_in_index, self.index_key(n)) {
+                (Some((old, true)), Some((new, false))) if old == new => back.push(old),
+                _ => self.rekey_node(n),
+            }
         }
+        if back.is_empty() {
+            return;
+        }
+        for k in &back {
+            self.nodes[k.node()].key_in_index = Some((*k, false));
+        }
+        let mut moved: BTreeSet<NodeKey> = back.into_iter().collect();
+        if moved.len() == self.exhausted_nodes.len() {
+            self.exhausted_nodes.clear();
+        } else {
+            self.exhausted_nodes = self.exhausted_nodes.difference(&moved).copied().collect();
+        }
+        self.node_index.append(&mut moved);
+        debug_assert!(self.node_sets_agree(), "node index and node keys disagree");
+    }
+
+    /// True when every node's recorded key is in the set it names and the two
+    /// sets hold nothing else.
+    fn node_sets_agree(&self) -> bool {
+        let mut keyed = 0;
+        let all_found = self.nodes.iter().all(|(_, n)| match n.key_in_index {
+            Some((k, false)) => {
+                keyed += 1;
+                self.node_index.contains(&k)
+            }
+            Some((k, true)) => {
+                keyed += 1;
+                self.exhausted_nodes.contains(&k)
+            }
+            None => true,
+        });
+        all_found && keyed == self.node_index.len() + self.exhausted_nodes.len()
     }
 
     fn app_key(&self, app: AppId) -> Option<AppKey> {
