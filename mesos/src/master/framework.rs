@@ -170,6 +170,11 @@ impl OfferSet {
         self.0.insert(id);
     }
 
+    /// Makes room for `more` offers.
+    pub fn reserve(&mut self, more: usize) {
+        self.0.reserve(more);
+    }
+
     /// Removes an offer.
     pub fn remove(&mut self, id: &str) {
         self.0.remove(id);

@@ -82,16 +82,42 @@ impl Writer<'_> {
     }
 
     fn string(&mut self, tag: u8, s: &str) {
+        let s = s.as_bytes();
+        // Ids, names and roles are short: a one-byte length, the field
+        // written in one slice.
+        if let Ok(len @ 0..0x80) = u8::try_from(s.len()) {
+            let out = &mut self.out[self.at..self.at + 2 + s.len()];
+            out[0] = key(tag, LENGTH_DELIMITED);
+            out[1] = len;
+            out[2..].copy_from_slice(s);
+            self.at += 2 + s.len();
+            return;
+        }
         self.byte(key(tag, LENGTH_DELIMITED));
         self.varint(s.len() as u64);
-        self.bytes(s.as_bytes());
+        self.bytes(s);
     }
 
     /// Field `tag` holding a message whose one field (1) is `s`.
     fn wrapped(&mut self, tag: u8, s: &str) {
+        let s = s.as_bytes();
+        if let Ok(len @ 0..0x7e) = u8::try_from(s.len()) {
+            let out = &mut self.out[self.at..self.at + 4 + s.len()];
+            out[..4].copy_from_slice(&[
+                key(tag, LENGTH_DELIMITED),
+                len + 2,
+                key(1, LENGTH_DELIMITED),
+                len,
+            ]);
+            out[4..].copy_from_slice(s);
+            self.at += 4 + s.len();
+            return;
+        }
         self.byte(key(tag, LENGTH_DELIMITED));
         self.varint(field_len(s.len()) as u64);
-        self.string(1, s);
+        self.byte(key(1, LENGTH_DELIMITED));
+        self.varint(s.len() as u64);
+        self.bytes(s);
     }
 
     /// A message field, by prost.
@@ -305,6 +331,9 @@ mod tests {
             ..Default::default()
         }];
         let long = "x".repeat(300);
+        // Around the lengths where a field's length takes a second byte.
+        let len = |n: usize| "y".repeat(n);
+        let (l125, l126, l127, l128) = (len(125), len(126), len(127), len(128));
         let views = [
             OfferView {
                 id: "a6e5-O1",
@@ -325,6 +354,26 @@ mod tests {
                 executor_ids: &["e1", "e2"],
                 attributes: &attributes,
                 role: "db/x",
+            },
+            OfferView {
+                id: &l125,
+                framework: &l126,
+                agent: &l127,
+                hostname: &l127,
+                resources: plain.iter(),
+                executor_ids: &[&l128],
+                attributes: &[],
+                role: &long,
+            },
+            OfferView {
+                id: &l128,
+                framework: &l125,
+                agent: &l126,
+                hostname: &l128,
+                resources: [].iter(),
+                executor_ids: &[&l127],
+                attributes: &[],
+                role: &l125,
             },
             OfferView {
                 id: "",

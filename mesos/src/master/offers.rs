@@ -288,6 +288,7 @@ impl Master {
         }
         if f.offer_run.0 != run {
             f.offer_run = (run, open.events.len());
+            f.offers.reserve(open.per_framework);
             open.events.push(RunOffers {
                 framework: framework.clone(),
                 body: offer_wire::new_body(open.per_framework * OFFER_BYTES),
