@@ -221,11 +221,23 @@ fn callgrind_control(what: &str) {
     }
 }
 
-/// Per thread of this process: (name, ns on a CPU, ns runnable but waiting
-/// for one), from `/proc/self/task/*/schedstat`. On a shared machine the
-/// wall time of a run swings with the load; the CPU time of each thread
-/// does not, and the wait says how much of the wall time was the load.
-fn thread_times() -> Vec<(u64, String, u64, u64)> {
+/// What one thread of this process has done so far.
+struct ThreadTimes {
+    tid: u64,
+    name: String,
+    /// ns on a CPU.
+    ran: u64,
+    /// ns runnable but waiting for a CPU.
+    waited: u64,
+    /// Minor page faults (fresh memory touched for the first time).
+    faults: u64,
+}
+
+/// Per thread of this process, from `/proc/self/task/*/{schedstat,stat}`.
+/// On a shared machine the wall time of a run swings with the load; the CPU
+/// time of each thread does not, and the wait says how much of the wall
+/// time was the load.
+fn thread_times() -> Vec<ThreadTimes> {
     let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
         return Vec::new();
     };
@@ -234,30 +246,45 @@ fn thread_times() -> Vec<(u64, String, u64, u64)> {
         let path = task.path();
         let tid = task.file_name().to_string_lossy().parse().unwrap_or(0);
         let comm = std::fs::read_to_string(path.join("comm")).unwrap_or_default();
-        let stat = std::fs::read_to_string(path.join("schedstat")).unwrap_or_default();
-        let mut fields = stat
+        let sched = std::fs::read_to_string(path.join("schedstat")).unwrap_or_default();
+        let mut fields = sched
             .split_whitespace()
             .map(|f| f.parse::<u64>().unwrap_or(0));
-        let (run, wait) = (fields.next().unwrap_or(0), fields.next().unwrap_or(0));
-        out.push((tid, comm.trim().to_string(), run, wait));
+        let (ran, waited) = (fields.next().unwrap_or(0), fields.next().unwrap_or(0));
+        // `stat`: minflt is the 10th field, the 8th after the name's ')'.
+        let stat = std::fs::read_to_string(path.join("stat")).unwrap_or_default();
+        let faults = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(7))
+            .and_then(|f| f.parse().ok())
+            .unwrap_or(0);
+        out.push(ThreadTimes {
+            tid,
+            name: comm.trim().to_string(),
+            ran,
+            waited,
+            faults,
+        });
     }
     out
 }
 
-/// Prints the CPU and wait time each thread spent between two samples
-/// (threads that ran at least 0.1 ms).
-fn print_thread_times(before: &[(u64, String, u64, u64)], after: &[(u64, String, u64, u64)]) {
-    for (tid, name, run, wait) in after {
-        let (run0, wait0) = before
+/// Prints the CPU and wait time and the page faults of each thread between
+/// two samples (threads that ran at least 0.1 ms).
+fn print_thread_times(before: &[ThreadTimes], after: &[ThreadTimes]) {
+    for t in after {
+        let (ran0, waited0, faults0) = before
             .iter()
-            .find(|(t, ..)| t == tid)
-            .map_or((0, 0), |(_, _, r, w)| (*r, *w));
-        let (ran, waited) = (run.saturating_sub(run0), wait.saturating_sub(wait0));
+            .find(|b| b.tid == t.tid)
+            .map_or((0, 0, 0), |b| (b.ran, b.waited, b.faults));
+        let ran = t.ran.saturating_sub(ran0);
         if ran >= 100_000 {
             eprintln!(
-                "w4 thread {name}: {:.2} ms on a CPU, {:.2} ms waiting for one",
+                "w4 thread {}: {:.2} ms on a CPU, {:.2} ms waiting for one, {} page faults",
+                t.name,
                 ran as f64 / 1e6,
-                waited as f64 / 1e6
+                t.waited.saturating_sub(waited0) as f64 / 1e6,
+                t.faults.saturating_sub(faults0)
             );
         }
     }
