@@ -60,9 +60,9 @@ pub struct PassContext<'a> {
     pub send_part: Option<&'a mut dyn FnMut(super::partition::Outbox)>,
 }
 
-/// Leases an offer run makes before it sends them as a part of the run:
-/// 1,024, or `UNISCHED_OFFER_RUN_PART` (read once; the soak sets it small so
-/// that its runs are sent in parts).
+/// Leases an offer run makes before it sends them as a part of the run, at
+/// most: 1,024, or `UNISCHED_OFFER_RUN_PART` (read once; the soak sets it
+/// small so that its runs are sent in parts).
 pub fn offer_run_part() -> usize {
     static PART: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *PART.get_or_init(|| {
@@ -72,6 +72,18 @@ pub fn offer_run_part() -> usize {
             .filter(|&n| n > 0)
             .unwrap_or(1024)
     })
+}
+
+/// The first part of an offer run: small, so that the RM starts turning
+/// leases into offers while the core makes the rest (the RM is the slower
+/// of the two at Mesos' scale); each later part twice the one before, up to
+/// [`offer_run_part`], so a long run is sent in few parts.
+const FIRST_OFFER_RUN_PART: usize = 64;
+
+/// Leases of part `sent` (counted from 0) of an offer run.
+pub fn offer_run_part_size(sent: u32) -> usize {
+    // Shifted at most 32 places: 64 << 32 still fits.
+    offer_run_part().min(FIRST_OFFER_RUN_PART << sent.min(32))
 }
 
 impl<'a> PassContext<'a> {
@@ -751,6 +763,18 @@ fn allocation_id(key: &str, number: u32) -> String {
 #[cfg(test)]
 mod tests {
     use super::allocation_id;
+
+    #[test]
+    fn offer_run_parts_double_from_64_up_to_the_most() {
+        let most = super::offer_run_part();
+        let sizes: Vec<usize> = (0..8).map(super::offer_run_part_size).collect();
+        let expected: Vec<usize> = [64, 128, 256, 512, 1024, 2048, 4096, 8192]
+            .iter()
+            .map(|&n: &usize| n.min(most))
+            .collect();
+        assert_eq!(sizes, expected);
+        assert_eq!(super::offer_run_part_size(u32::MAX), most);
+    }
 
     #[test]
     fn allocation_ids_number_from_zero() {

@@ -777,7 +777,7 @@ impl Engine {
     /// Hands every partition's results to its RM's dispatcher.
     fn flush(&mut self) {
         for p in self.partitions.values_mut() {
-            let in_parts = std::mem::take(&mut p.sent_in_parts);
+            let in_parts = std::mem::take(&mut p.parts_sent) > 0;
             if p.outbox.is_empty() && !in_parts {
                 continue;
             }

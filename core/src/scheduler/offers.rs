@@ -632,14 +632,16 @@ impl Partition {
             (Some(node), Some(offer)) => {
                 self.place_lease(app, node, offer, ctx.now);
                 ctx.made += 1;
-                let part = super::allocate::offer_run_part();
+                let part = super::allocate::offer_run_part_size(self.parts_sent);
                 if self.outbox.placed.len() >= part
                     && let Some(send) = ctx.send_part.as_mut()
                 {
-                    self.sent_in_parts = true;
+                    self.parts_sent = self.parts_sent.saturating_add(1);
                     send(std::mem::take(&mut self.outbox));
                     // The next part's room at once, not by doubling.
-                    self.outbox.placed.reserve(part);
+                    self.outbox
+                        .placed
+                        .reserve(super::allocate::offer_run_part_size(self.parts_sent));
                 }
                 true
             }

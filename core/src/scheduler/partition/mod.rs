@@ -144,10 +144,11 @@ pub struct Partition {
     /// A reservation ended during the current pass, so a node that asks
     /// earlier in the pass passed over may now take them: another pass is due.
     pub freed_in_pass: bool,
-    /// Part of the current pass's results went to the RM already (an offer
-    /// run sent in parts): the flush after the pass sends the last part,
-    /// even an empty one, so the RM knows the run is over.
-    pub sent_in_parts: bool,
+    /// Parts of the current pass's results that went to the RM already (an
+    /// offer run sent in parts): when there are any, the flush after the
+    /// pass sends the last part, even an empty one, so the RM knows the run
+    /// is over.
+    pub parts_sent: u32,
     /// Clock time of the request, timer or pass being applied (for events
     /// raised deep inside bookkeeping, such as a dropped reservation).
     pub now: u64,
@@ -220,7 +221,7 @@ impl Partition {
             names,
             dirty_apps: Vec::new(),
             freed_in_pass: false,
-            sent_in_parts: false,
+            parts_sent: 0,
             now: 0,
             lanes: Lanes::ALL,
             queue_slots: Slots::default(),
