@@ -334,3 +334,83 @@ fn a_release_during_an_open_run_rescinds_after_the_offers_event() {
     let offers = state["frameworks"][0]["offers"].as_array().unwrap();
     assert!(offers.is_empty(), "{state}");
 }
+
+/// Calls sent as one batch are one step for the core: three frameworks'
+/// REVIVEs go in one request, and one allocation run offers each of them
+/// an agent (as W4 needs all its frameworks in one run).
+#[test]
+fn a_batch_of_revives_is_one_request_and_one_run() {
+    use unisched_mesos::master::report::Query;
+    let w = World::start(None);
+    let mut frameworks = Vec::new();
+    for _ in 0..3 {
+        let (stream, rx) = w.master.subscribe(
+            call::Subscribe {
+                framework_info: v1::FrameworkInfo {
+                    name: "batch-test".into(),
+                    user: "test".into(),
+                    ..Default::default()
+                },
+                suppressed_roles: vec!["*".into()],
+                ..Default::default()
+            },
+            64,
+        );
+        frameworks.push((stream, rx));
+    }
+    for _ in 0..3 {
+        w.add_agent(Arc::new(Recorder::default()));
+    }
+    w.quiesce();
+    let mut ids = Vec::new();
+    for (_, rx) in &mut frameworks {
+        let events = drain(rx);
+        assert_eq!(
+            events.iter().map(kind).collect::<Vec<_>>(),
+            [event::Type::Subscribed],
+            "suppressed: no offers yet"
+        );
+        ids.push(events[0].subscribed.as_ref().unwrap().framework_id.clone());
+    }
+    let runs = |w: &World| w.runtime.block_on(w.master.query(Query::Metrics)).unwrap()["allocator/mesos/allocation_runs"];
+    let runs_before = runs(&w);
+    let before = w.sync();
+    let mut replies = Vec::new();
+    let batch = frameworks
+        .iter()
+        .zip(&ids)
+        .map(|((stream, _), id)| {
+            let (reply, answer) = tokio::sync::oneshot::channel();
+            replies.push(answer);
+            Input::Call {
+                call: Box::new(Call {
+                    framework_id: Some(id.clone()),
+                    r#type: Some(call::Type::Revive as i32),
+                    revive: Some(call::Revive::default()),
+                    ..Default::default()
+                }),
+                stream_id: Some(stream.clone()),
+                reply,
+            }
+        })
+        .collect();
+    assert!(w.master.send_batch(batch));
+    assert_eq!(
+        w.sync(),
+        before + 1,
+        "one request to the core for the batch"
+    );
+    for answer in replies {
+        assert!(w.runtime.block_on(answer).unwrap().is_ok());
+    }
+    w.quiesce();
+    assert_eq!(runs(&w), runs_before + 1.0, "one allocation run");
+    for (_, rx) in &mut frameworks {
+        let offers: usize = drain(rx)
+            .iter()
+            .filter_map(|e| e.offers.as_ref())
+            .map(|o| o.offers.len())
+            .sum();
+        assert_eq!(offers, 1, "each framework is offered one agent");
+    }
+}

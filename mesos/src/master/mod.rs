@@ -283,6 +283,12 @@ pub enum Input {
     /// sent before it is applied, the timers due have fired and the requests
     /// to the core are sent, with the number of requests sent so far.
     Sync(oneshot::Sender<u64>),
+    /// Inputs applied in one batch, in order: no timer fires and nothing
+    /// goes to the core between them, so whatever they ask of the core goes
+    /// in one request (as for inputs that are queued together). For an
+    /// embedder that has several calls at once, such as many frameworks'
+    /// REVIVEs in one allocation run.
+    Batch(Vec<Input>),
     /// Stops the master.
     Shutdown,
 }
@@ -459,6 +465,12 @@ impl MasterHandle {
     /// Sends an input to the master thread (false when it has stopped).
     pub fn send(&self, input: Input) -> bool {
         self.tx.send(input).is_ok()
+    }
+
+    /// Sends inputs to be applied as one batch ([`Input::Batch`]); false
+    /// once the master has stopped.
+    pub fn send_batch(&self, inputs: Vec<Input>) -> bool {
+        self.send(Input::Batch(inputs))
     }
 
     /// Subscribes a framework in process: returns the stream id and the
@@ -674,9 +686,19 @@ impl state::Master {
     /// run is applied as one step, as when it comes in one part; the inputs
     /// that waited go first once it is closed. True to stop.
     fn take_input(&mut self, input: Input, deferred: &mut VecDeque<Input>) -> bool {
-        if matches!(input, Input::Shutdown) {
-            return true;
-        }
+        let input = match input {
+            Input::Shutdown => return true,
+            Input::Batch(inputs) => {
+                // Each in turn, as if each had come on its own in this
+                // batch (a Shutdown among them stops after the batch).
+                let mut stop = false;
+                for input in inputs {
+                    stop |= self.take_input(input, deferred);
+                }
+                return stop;
+            }
+            input => input,
+        };
         if !self.run_open() {
             self.apply_deferred(deferred);
         } else if !matches!(input, Input::Core(CoreUpdate::Allocation(..))) {
@@ -757,6 +779,13 @@ impl state::Master {
             Input::Sync(reply) => {
                 self.after_inputs();
                 let _ = reply.send(self.core.sent);
+            }
+            // Expanded by `take_input`; applied in order were one to come
+            // here.
+            Input::Batch(inputs) => {
+                for input in inputs {
+                    self.apply(input);
+                }
             }
             Input::Shutdown => {}
         }
