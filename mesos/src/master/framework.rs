@@ -180,21 +180,6 @@ impl OfferSet {
         self.0.remove(id);
     }
 
-    /// Whether the offer is one of these.
-    pub fn contains(&self, id: &str) -> bool {
-        self.0.contains(id)
-    }
-
-    /// How many.
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    /// True when there are none.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
     /// The offers in id order.
     pub fn sorted(&self) -> Vec<Arc<str>> {
         let mut ids: Vec<Arc<str>> = self.0.iter().cloned().collect();

@@ -10,7 +10,7 @@ use unisched_si as si;
 
 use super::offer_wire;
 use super::pools::PoolKey;
-use super::state::{Master, Offer, RUN_TIMINGS_KEPT, Timer, offer_id};
+use super::state::{Agent, Master, Offer, RUN_TIMINGS_KEPT, Timer, offer_id};
 use super::status::nanos;
 use super::stream::StreamEvent;
 use super::units::{app_id, granted_scalar, to_core};
@@ -53,6 +53,37 @@ pub fn policy_change(min: &[Resources]) -> OfferChange {
 /// About the size of one encoded offer of an agent's plain scalars: room
 /// an OFFERS body is made with per offer expected.
 const OFFER_BYTES: usize = 256;
+
+/// Appends to an OFFERS body the offer `id` of `resources` of `agent` to
+/// `framework` in `role` (with the framework's executors on the agent).
+fn push_agent_offer(
+    body: &mut Vec<u8>,
+    id: &str,
+    framework: &str,
+    agent: &Agent,
+    resources: &Resources,
+    role: &str,
+) {
+    let executor_ids: smallvec::SmallVec<[&str; 4]> = agent
+        .executors
+        .keys()
+        .filter(|(f, _)| **f == *framework)
+        .map(|(_, e)| e.as_str())
+        .collect();
+    offer_wire::push_offer(
+        body,
+        &offer_wire::OfferView {
+            id,
+            framework,
+            agent: &agent.id,
+            hostname: &agent.info.hostname,
+            resources: resources.iter(),
+            executor_ids: &executor_ids,
+            attributes: &agent.info.attributes,
+            role,
+        },
+    );
+}
 
 /// An allocation run the core sends in parts, between its first part and
 /// its last. Its offers are made as their leases come, into the books at
@@ -327,25 +358,7 @@ impl Master {
         *next_offer += 1;
         offer_by_lease.insert(lease.allocation_id.clone(), shared.clone());
         f.offers.insert(shared.clone());
-        let executor_ids: smallvec::SmallVec<[&str; 4]> = agent
-            .executors
-            .keys()
-            .filter(|(f, _)| **f == **framework)
-            .map(|(_, e)| e.as_str())
-            .collect();
-        offer_wire::push_offer(
-            &mut event.body,
-            &offer_wire::OfferView {
-                id: &shared,
-                framework,
-                agent: &agent.id,
-                hostname: &agent.info.hostname,
-                resources: resources.iter(),
-                executor_ids: &executor_ids,
-                attributes: &agent.info.attributes,
-                role,
-            },
-        );
+        push_agent_offer(&mut event.body, &shared, framework, agent, &resources, role);
         event.offers.push(shared.clone());
         offers.insert(
             shared.clone(),
@@ -374,24 +387,13 @@ impl Master {
             let Some(agent) = self.agents.get(&*offer.agent) else {
                 continue;
             };
-            let executor_ids: smallvec::SmallVec<[&str; 4]> = agent
-                .executors
-                .keys()
-                .filter(|(f, _)| **f == *offer.framework)
-                .map(|(_, e)| e.as_str())
-                .collect();
-            offer_wire::push_offer(
+            push_agent_offer(
                 &mut body,
-                &offer_wire::OfferView {
-                    id,
-                    framework: &offer.framework,
-                    agent: &agent.id,
-                    hostname: &agent.info.hostname,
-                    resources: offer.resources.iter(),
-                    executor_ids: &executor_ids,
-                    attributes: &agent.info.attributes,
-                    role: &offer.role,
-                },
+                id,
+                &offer.framework,
+                agent,
+                &offer.resources,
+                &offer.role,
             );
         }
         body

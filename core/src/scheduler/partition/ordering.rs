@@ -30,6 +30,11 @@ impl Partition {
     /// take allocations).
     pub fn rekey_node(&mut self, node: NodeId) {
         let new_key = self.index_key(node);
+        self.move_node(node, new_key);
+    }
+
+    /// Moves a node from where it is to `new_key` (its [`Self::index_key`]).
+    fn move_node(&mut self, node: NodeId, new_key: Option<(NodeKey, bool)>) {
         let old_key = self.nodes[node].key_in_index;
         if old_key == new_key {
             return;
@@ -100,7 +105,7 @@ impl Partition {
         for n in nodes {
             match (self.nodes[n].key_in_index, self.index_key(n)) {
                 (Some((old, true)), Some((new, false))) if old == new => back.push(old),
-                _ => self.rekey_node(n),
+                (_, new) => self.move_node(n, new),
             }
         }
         if back.is_empty() {
