@@ -604,3 +604,162 @@ fn a_node_with_any_remainder_terms_is_offered_below_the_minimum() {
     assert_eq!(leases.len(), 1, "{leases:?}");
     assert_eq!(quantity(&leases[0], "disk"), 1 << 30);
 }
+
+/// The recording callback, with the RM handles of every lease noted.
+struct HandleRecorder {
+    inner: RecordingCallback,
+    handles: std::sync::Mutex<Vec<(String, u64, u64)>>,
+}
+
+impl unisched_shim_api::ResourceManagerCallback for HandleRecorder {
+    fn update_allocation(
+        &self,
+        response: si::AllocationResponse,
+    ) -> unisched_shim_api::CallbackResult<()> {
+        self.inner.update_allocation(response)
+    }
+    fn update_leases(
+        &self,
+        leases: unisched_shim_api::Leases,
+    ) -> unisched_shim_api::CallbackResult<()> {
+        self.handles.lock().unwrap().extend(
+            leases
+                .new
+                .iter()
+                .map(|l| (l.node_id.to_string(), l.node_handle, l.app_handle)),
+        );
+        self.inner.update_allocation(leases.into_wire())
+    }
+    fn update_application(
+        &self,
+        response: si::ApplicationResponse,
+    ) -> unisched_shim_api::CallbackResult<()> {
+        self.inner.update_application(response)
+    }
+    fn update_node(&self, response: si::NodeResponse) -> unisched_shim_api::CallbackResult<()> {
+        self.inner.update_node(response)
+    }
+    fn predicates(&self, args: si::PredicatesArgs) -> unisched_shim_api::CallbackResult<()> {
+        self.inner.predicates(args)
+    }
+    fn resync_scheduler_cache(
+        &self,
+        args: si::ReSyncSchedulerCacheArgs,
+    ) -> unisched_shim_api::CallbackResult<()> {
+        self.inner.resync_scheduler_cache(args)
+    }
+    fn send_event(&self, events: Vec<si::EventRecord>) -> unisched_shim_api::CallbackResult<()> {
+        self.inner.send_event(events)
+    }
+    fn update_container_scheduling_state(
+        &self,
+        request: si::UpdateContainerSchedulingStateRequest,
+    ) -> unisched_shim_api::CallbackResult<()> {
+        self.inner.update_container_scheduling_state(request)
+    }
+    fn update_configuration(
+        &self,
+        request: si::UpdateConfigurationRequest,
+    ) -> unisched_shim_api::CallbackResult<si::UpdateConfigurationResponse> {
+        self.inner.update_configuration(request)
+    }
+}
+
+#[test]
+fn leases_carry_back_the_numbers_the_rm_gave_its_nodes_and_applications() {
+    let sched = Scheduler::start(SchedulerOptions::default());
+    let rec = Arc::new(HandleRecorder {
+        inner: RecordingCallback::new(),
+        handles: Default::default(),
+    });
+    sched
+        .register_resource_manager(
+            si::RegisterResourceManagerRequest {
+                rm_id: RM.to_string(),
+                policy_group: "queues".to_string(),
+                config: ROLES.to_string(),
+                ..Default::default()
+            },
+            rec.clone(),
+        )
+        .expect("register");
+    let handle = |n: &str| {
+        [(unisched_shim_api::RM_HANDLE.to_string(), n.to_string())]
+            .into_iter()
+            .collect()
+    };
+    // Node "a" carries number 7, "b" an unreadable one, "c" none.
+    let nodes = [
+        ("a", handle("7")),
+        ("b", handle("x")),
+        ("c", Default::default()),
+    ]
+    .into_iter()
+    .map(|(id, attributes)| si::NodeInfo {
+        node_id: id.to_string(),
+        action: si::node_info::ActionFromRm::Create as i32,
+        attributes,
+        schedulable_resource: Some(res(&[("vcore", 1000), ("memory", 512)])),
+        ..Default::default()
+    })
+    .collect();
+    sched
+        .update_node(si::NodeRequest {
+            nodes,
+            rm_id: RM.to_string(),
+        })
+        .unwrap();
+    for (id, tags) in [("fw1", handle("42")), ("fw2", Default::default())] {
+        sched
+            .update_application(si::ApplicationRequest {
+                new: vec![si::AddApplicationRequest {
+                    application_id: id.to_string(),
+                    queue_name: "root.r2".to_string(),
+                    partition_name: "default".to_string(),
+                    ugi: Some(si::UserGroupInformation {
+                        user: "mesos".to_string(),
+                        groups: vec![],
+                    }),
+                    tags,
+                    ..Default::default()
+                }],
+                rm_id: RM.to_string(),
+                ..Default::default()
+            })
+            .unwrap();
+    }
+    let mut changes = vec![OfferChange::Policy {
+        min_allocatable: vec![res(&[("vcore", 10)])],
+    }];
+    changes.extend(["fw1", "fw2"].into_iter().map(|app| OfferChange::Demand {
+        application_id: app.to_string(),
+        active: true,
+    }));
+    changes.push(OfferChange::Allocate);
+    sched
+        .update_offers(OfferRequest {
+            rm_id: RM.to_string(),
+            partition_name: "default".to_string(),
+            changes,
+        })
+        .unwrap();
+    sched.settle();
+    let mut handles = rec.handles.lock().unwrap().clone();
+    handles.sort();
+    assert_eq!(handles.len(), 3, "{handles:?}");
+    let wire = rec.inner.recorded();
+    for (node, node_handle, app_handle) in handles {
+        let app = wire
+            .allocations()
+            .find(|a| a.node_id == node)
+            .map(|a| a.application_id.clone())
+            .expect("the lease on the wire too");
+        let expected_node = if node == "a" { 7 } else { 0 };
+        let expected_app = if app == "fw1" { 42 } else { 0 };
+        assert_eq!(
+            (node_handle, app_handle),
+            (expected_node, expected_app),
+            "{node} {app}"
+        );
+    }
+}

@@ -18,6 +18,24 @@ use std::sync::Arc;
 
 use unisched_si as si;
 
+/// The node attribute and application tag through which an RM in the same
+/// process gives the core its own number for a node or an application (a
+/// decimal `u64` other than 0). The core hands it back on every [`Lease`] of
+/// that node and application (`node_handle`, `app_handle`), so such an RM
+/// finds its record of them by number, without hashing and comparing their
+/// ids (the Mesos front end makes an offer of each lease of a run of
+/// thousands, and each of those lookups waited for memory). RMs that give
+/// none get 0.
+pub const RM_HANDLE: &str = "si.unisched.io/rm-handle";
+
+/// The RM's number in an attribute or tag map (`RM_HANDLE`), or 0.
+pub fn rm_handle<'a>(mut entries: impl Iterator<Item = (&'a String, &'a String)>) -> u64 {
+    entries
+        .find(|(k, _)| *k == RM_HANDLE)
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0)
+}
+
 /// One new allocation, its strings shared with the core.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Lease {
@@ -43,6 +61,10 @@ pub struct Lease {
     pub originator: bool,
     /// The ask's preemption policy.
     pub preemption_policy: si::PreemptionPolicy,
+    /// The RM's number of the node (its `RM_HANDLE` attribute), or 0.
+    pub node_handle: u64,
+    /// The RM's number of the application (its `RM_HANDLE` tag), or 0.
+    pub app_handle: u64,
 }
 
 impl Lease {
@@ -79,6 +101,8 @@ impl Lease {
             placeholder: allocation.placeholder,
             originator: allocation.originator,
             preemption_policy: allocation.preemption_policy.unwrap_or_default(),
+            node_handle: 0,
+            app_handle: 0,
         }
     }
 }

@@ -35,7 +35,7 @@ use unisched_si as si;
 pub mod leases;
 pub mod recording;
 
-pub use leases::{Lease, Leases};
+pub use leases::{Lease, Leases, RM_HANDLE, rm_handle};
 
 /// `extraConfig` key of [`si::RegisterResourceManagerRequest`]: set to `"true"`
 /// when the RM wants [`ResourceManagerCallback::predicates`] called before each

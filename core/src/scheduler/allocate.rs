@@ -730,6 +730,8 @@ impl Partition {
                 allow_preempt_self: a.allow_preempt_self,
                 allow_preempt_other: a.allow_preempt_other,
             },
+            node_handle: self.nodes[node].rm_handle,
+            app_handle: self.apps[app].rm_handle,
         };
         let alloc = self.insert_allocation(app, ask, node, id, size, meta, now);
         self.outbox.placed.push(placed);

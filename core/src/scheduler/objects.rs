@@ -331,6 +331,9 @@ pub struct App {
     /// Tags given at submission.
     #[allow(dead_code)] // read by placement and gang scheduling
     pub tags: BTreeMap<String, String>,
+    /// The RM's number of the application (tag `RM_HANDLE`), 0 for none:
+    /// handed back on its leases.
+    pub rm_handle: u64,
     /// Current state.
     pub state: AppState,
     /// Clock time of the last transition.
@@ -639,6 +642,9 @@ pub struct Node {
     /// The key under which the node sits in the node index, or (with `true`)
     /// in the set of exhausted nodes; `None` while draining or reserved.
     pub key_in_index: Option<(NodeKey, bool)>,
+    /// The RM's number of the node (attribute `RM_HANDLE`), 0 for none:
+    /// handed back on its leases.
+    pub rm_handle: u64,
 }
 
 /// A node's capacity, occupied, allocated and available resources, type by

@@ -402,7 +402,7 @@ impl Master {
             self.counters.offers_declined += offers.len() as u64;
         }
         // What is left goes back to the agent; the filter for it is set below.
-        if let Some(a) = self.agents.get_mut(&*agent_id) {
+        if let Some(a) = self.agents.get_mut(&agent_id) {
             a.unoffer(&remaining);
         }
         if pools_changed {

@@ -45,6 +45,7 @@
 
 mod accept;
 mod agents;
+mod book;
 pub mod config;
 mod feedback;
 pub mod framework;
@@ -52,6 +53,7 @@ pub mod http;
 mod offer_wire;
 mod offers;
 mod operations;
+mod plain;
 mod pools;
 mod providers;
 pub mod report;

@@ -12,6 +12,7 @@
 use bytes::Bytes;
 use prost::encoding::{encoded_len_varint, message};
 
+use super::plain::PlainScalar;
 use crate::v1;
 
 /// Room kept at the front of a body for the event's header (type, and the
@@ -36,6 +37,16 @@ pub(super) struct OfferView<'a, R> {
     pub attributes: &'a [v1::Attribute],
     /// The role it is allocated to.
     pub role: &'a str,
+}
+
+/// One resource of an offer, allocated to the offer's role.
+#[derive(Clone, Copy)]
+pub(super) enum WireResource<'a> {
+    /// An entry of the books (its allocation in it).
+    Entry(&'a v1::Resource),
+    /// A plain scalar of an agent's brief (`plain.rs`), allocated to the
+    /// offer's role: written as the entry it stands for would be.
+    Plain(&'a PlainScalar),
 }
 
 /// An empty body of an OFFERS event, with room for its header.
@@ -128,14 +139,24 @@ impl Writer<'_> {
         self.at += before - rest.len();
     }
 
-    /// A resource as field 5 of an offer, as prost writes it.
-    fn resource(&mut self, r: &v1::Resource) {
-        let Some((value, role)) = plain_scalar(r) else {
-            return self.message(5, r);
-        };
+    /// A resource as field 5 of an offer allocated to `role`, as prost
+    /// writes it.
+    fn resource(&mut self, r: WireResource<'_>, role: &str) {
+        match r {
+            WireResource::Plain(p) => self.plain(p.name, p.value, Some(role)),
+            WireResource::Entry(r) => match plain_scalar(r) {
+                Some((value, role)) => self.plain(&r.name, value, role),
+                None => self.message(5, r),
+            },
+        }
+    }
+
+    /// A plain scalar as field 5: name (1), type (2), scalar (3, a double
+    /// at 1) and allocation info (11, its role at 1).
+    fn plain(&mut self, name: &str, value: f64, role: Option<&str>) {
         self.byte(key(5, LENGTH_DELIMITED));
-        self.varint(plain_scalar_len(&r.name, role) as u64);
-        self.string(1, &r.name);
+        self.varint(plain_scalar_len(name, role) as u64);
+        self.string(1, name);
         self.bytes(&[
             key(2, VARINT),
             v1::value::Type::Scalar as u8,
@@ -203,20 +224,27 @@ fn plain_scalar_len(name: &str, role: Option<&str>) -> usize {
     field_len(name.len()) + 2 + field_len(9) + field_len(role.map_or(0, |r| field_len(r.len())))
 }
 
-/// Length of a resource as field 5 of an offer.
-fn resource_len(r: &v1::Resource) -> usize {
-    match plain_scalar(r) {
-        Some((_, role)) => field_len(plain_scalar_len(&r.name, role)),
-        None => message::encoded_len(5, r),
+/// Length of a resource as field 5 of an offer allocated to `role`.
+fn resource_len(r: WireResource<'_>, role: &str) -> usize {
+    match r {
+        WireResource::Plain(p) => field_len(plain_scalar_len(p.name, Some(role))),
+        WireResource::Entry(r) => match plain_scalar(r) {
+            Some((_, role)) => field_len(plain_scalar_len(&r.name, role)),
+            None => message::encoded_len(5, r),
+        },
     }
 }
 
 /// Appends one offer (field 1 of `Event.Offers`) to an OFFERS body.
-pub(super) fn push_offer<'a, R>(body: &mut Vec<u8>, offer: &OfferView<'a, R>)
+pub(super) fn push_offer<'r, R>(body: &mut Vec<u8>, offer: &OfferView<'_, R>)
 where
-    R: Iterator<Item = &'a v1::Resource> + Clone,
+    R: Iterator<Item = WireResource<'r>> + Clone,
 {
-    let resources_len: usize = offer.resources.clone().map(resource_len).sum();
+    let resources_len: usize = offer
+        .resources
+        .clone()
+        .map(|r| resource_len(r, offer.role))
+        .sum();
     let len = wrapped_len(offer.id)
         + wrapped_len(offer.framework)
         + wrapped_len(offer.agent)
@@ -246,7 +274,7 @@ where
     w.wrapped(3, offer.agent);
     w.string(4, offer.hostname);
     for r in offer.resources.clone() {
-        w.resource(r);
+        w.resource(r, offer.role);
     }
     for e in offer.executor_ids {
         w.wrapped(6, e);
@@ -280,8 +308,26 @@ mod tests {
     use crate::resources::Resources;
     use crate::v1::scheduler::{Event, event};
 
+    type Items<'a> = std::iter::Copied<std::slice::Iter<'a, WireResource<'a>>>;
+
+    /// The resource an item of a view stands for, allocated to `role`.
+    fn as_resource(r: WireResource<'_>, role: &str) -> v1::Resource {
+        match r {
+            WireResource::Entry(r) => r.clone(),
+            WireResource::Plain(p) => v1::Resource {
+                name: p.name.to_string(),
+                r#type: v1::value::Type::Scalar as i32,
+                scalar: Some(v1::value::Scalar { value: p.value }),
+                allocation_info: Some(v1::resource::AllocationInfo {
+                    role: Some(role.to_string()),
+                }),
+                ..Default::default()
+            },
+        }
+    }
+
     /// The offer the books' view stands for, built as a message.
-    fn as_message(view: &OfferView<'_, std::slice::Iter<'_, v1::Resource>>) -> v1::Offer {
+    fn as_message(view: &OfferView<'_, Items<'_>>) -> v1::Offer {
         v1::Offer {
             id: v1::OfferId {
                 value: view.id.to_string(),
@@ -295,7 +341,11 @@ mod tests {
             hostname: view.hostname.to_string(),
             url: None,
             domain: None,
-            resources: view.resources.clone().cloned().collect(),
+            resources: view
+                .resources
+                .clone()
+                .map(|r| as_resource(r, view.role))
+                .collect(),
             attributes: view.attributes.to_vec(),
             executor_ids: view
                 .executor_ids
@@ -324,6 +374,17 @@ mod tests {
         no_role.allocation_info = Some(v1::resource::AllocationInfo { role: None });
         plain.push(no_role);
         let reserved = reserved.to_vec();
+        fn entries(list: &[v1::Resource]) -> Vec<WireResource<'_>> {
+            list.iter().map(WireResource::Entry).collect()
+        }
+        let (plain, reserved) = (entries(&plain), entries(&reserved));
+        // An agent's brief, and a brief mixed with entries.
+        let brief = super::super::plain::brief(
+            &Resources::parse("cpus:2.5;mem:1024;disk:0.001").expect("parses"),
+        )
+        .expect("plain");
+        let briefed: Vec<WireResource<'_>> = brief.iter().map(WireResource::Plain).collect();
+        let mixed: Vec<WireResource<'_>> = briefed.iter().chain(&reserved).copied().collect();
         let attributes = vec![v1::Attribute {
             name: "rack".into(),
             r#type: v1::value::Type::Text as i32,
@@ -340,7 +401,7 @@ mod tests {
                 framework: "fw-1",
                 agent: "a6e5-S1",
                 hostname: "agent-1",
-                resources: plain.iter(),
+                resources: plain.iter().copied(),
                 executor_ids: &[],
                 attributes: &[],
                 role: "web",
@@ -350,7 +411,7 @@ mod tests {
                 framework: "fw-1",
                 agent: "a6e5-S2",
                 hostname: &long,
-                resources: reserved.iter(),
+                resources: reserved.iter().copied(),
                 executor_ids: &["e1", "e2"],
                 attributes: &attributes,
                 role: "db/x",
@@ -360,7 +421,7 @@ mod tests {
                 framework: &l126,
                 agent: &l127,
                 hostname: &l127,
-                resources: plain.iter(),
+                resources: plain.iter().copied(),
                 executor_ids: &[&l128],
                 attributes: &[],
                 role: &long,
@@ -370,7 +431,7 @@ mod tests {
                 framework: &l125,
                 agent: &l126,
                 hostname: &l128,
-                resources: [].iter(),
+                resources: [].iter().copied(),
                 executor_ids: &[&l127],
                 attributes: &[],
                 role: &l125,
@@ -380,10 +441,30 @@ mod tests {
                 framework: "",
                 agent: "",
                 hostname: "",
-                resources: [].iter(),
+                resources: [].iter().copied(),
                 executor_ids: &[],
                 attributes: &[],
                 role: "",
+            },
+            OfferView {
+                id: "a6e5-O6",
+                framework: "fw-2",
+                agent: "a6e5-S6",
+                hostname: "agent-6",
+                resources: briefed.iter().copied(),
+                executor_ids: &[],
+                attributes: &attributes,
+                role: "web/a",
+            },
+            OfferView {
+                id: "a6e5-O7",
+                framework: "fw-2",
+                agent: "a6e5-S7",
+                hostname: &l126,
+                resources: mixed.iter().copied(),
+                executor_ids: &["e"],
+                attributes: &[],
+                role: &l127,
             },
         ];
         for n in 1..=views.len() {
@@ -415,13 +496,14 @@ mod tests {
     fn a_body_of_many_offers_gets_a_longer_header() {
         // More than 16 KiB of offers: the length takes three bytes.
         let r = Resources::parse("cpus:1").expect("parses").to_vec();
+        let r: Vec<WireResource<'_>> = r.iter().map(WireResource::Entry).collect();
         let mut body = new_body(0);
         let view = OfferView {
             id: "an-offer-id-of-some-length",
             framework: "a-framework",
             agent: "an-agent",
             hostname: "a-host",
-            resources: r.iter(),
+            resources: r.iter().copied(),
             executor_ids: &[],
             attributes: &[],
             role: "*",

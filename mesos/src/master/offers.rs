@@ -8,7 +8,7 @@ use unisched_core::scheduler::offers::OfferChange;
 use unisched_shim_api::{Lease, Leases};
 use unisched_si as si;
 
-use super::offer_wire;
+use super::offer_wire::{self, WireResource};
 use super::pools::PoolKey;
 use super::state::{Agent, Master, Offer, RUN_TIMINGS_KEPT, Timer, offer_id};
 use super::status::nanos;
@@ -56,12 +56,12 @@ const OFFER_BYTES: usize = 256;
 
 /// Appends to an OFFERS body the offer `id` of `resources` of `agent` to
 /// `framework` in `role` (with the framework's executors on the agent).
-fn push_agent_offer(
+fn push_agent_offer<'a>(
     body: &mut Vec<u8>,
     id: &str,
     framework: &str,
-    agent: &Agent,
-    resources: &Resources,
+    agent: &'a Agent,
+    resources: impl Iterator<Item = offer_wire::WireResource<'a>> + Clone,
     role: &str,
 ) {
     let executor_ids: smallvec::SmallVec<[&str; 4]> = agent
@@ -77,7 +77,7 @@ fn push_agent_offer(
             framework,
             agent: &agent.id,
             hostname: &agent.info.hostname,
-            resources: resources.iter(),
+            resources,
             executor_ids: &executor_ids,
             attributes: &agent.info.attributes,
             role,
@@ -190,7 +190,11 @@ impl Master {
         self.offers.reserve(new.len());
         self.offer_by_lease.reserve(new.len());
         for lease in new {
-            if lease.allocation_key != lease.application_id {
+            // A lease of an offer hangs from an ask keyed by the
+            // application id (one string, shared).
+            if !Arc::ptr_eq(&lease.allocation_key, &lease.application_id)
+                && lease.allocation_key != lease.application_id
+            {
                 continue;
             }
             if let Some(id) = self.lease_offer(lease, &mut open)
@@ -272,20 +276,30 @@ impl Master {
             next_offer,
             ..
         } = self;
+        // The application and the agent by the numbers the lease carries
+        // back (`book.rs`), by id when it carries none that is still in the
+        // books.
         let found = apps
-            .get(&*lease.application_id)
+            .by_handle(lease.app_handle)
+            .or_else(|| apps.get(&lease.application_id))
             // The framework left, or is disconnected, while the lease was
             // on its way; or the agent went.
             .and_then(|(framework, role)| {
                 let f = frameworks.get_mut(&**framework).filter(|f| f.connected())?;
-                // A lease on an agent's default pool names the agent's own
-                // id: one lookup (a run leases every agent once, so each of
-                // these lookups waits for memory). Any other pool's node,
-                // or a node the agent no longer has, goes through `nodes`.
-                // (Looked up again for the `&mut`, in cache by then: the
-                // borrow checker does not let one `get_mut` fall back to
-                // another.)
-                let direct = agents.get(&*lease.node_id).is_some_and(|a| a.default_node);
+                // A lease on an agent's default pool carries the agent's
+                // number (and names the agent's own id): no lookup by id (a
+                // run leases every agent once, so each of those lookups
+                // waited for memory). Any other pool's node, or a node the
+                // agent no longer has, goes through `nodes`.
+                if agents
+                    .by_handle(lease.node_handle)
+                    .is_some_and(|a| a.default_node)
+                {
+                    let agent = agents.by_handle_mut(lease.node_handle)?;
+                    debug_assert_eq!(*agent.id, *lease.node_id, "a handle names its agent");
+                    return Some((framework, f, role, &DEFAULT_POOL, agent));
+                }
+                let direct = agents.get(&lease.node_id).is_some_and(|a| a.default_node);
                 let (agent_id, pool): (&str, &PoolKey) = if direct {
                     debug_assert!(
                         nodes
@@ -307,7 +321,16 @@ impl Master {
         };
         let grant = &*lease.resource;
         let granted = |name: &str| granted_scalar(grant, name);
-        let mut resources = agent.take_offer(role, |r| pool.holds(r), granted);
+        // The whole of a plain default pool (most leases of a run) moves
+        // without its entries being read; the offer is encoded from the
+        // brief (`plain.rs`).
+        let (mut resources, brief) = match (*pool == DEFAULT_POOL)
+            .then(|| agent.take_all_plain(granted))
+            .flatten()
+        {
+            Some((resources, brief)) => (resources, Some(brief)),
+            None => (agent.take_offer(role, |r| pool.holds(r), granted), None),
+        };
         if resources.is_empty() {
             core.release_lease(&lease);
             return None;
@@ -358,7 +381,24 @@ impl Master {
         *next_offer += 1;
         offer_by_lease.insert(lease.allocation_id.clone(), shared.clone());
         f.offers.insert(shared.clone());
-        push_agent_offer(&mut event.body, &shared, framework, agent, &resources, role);
+        match &brief {
+            Some(brief) => push_agent_offer(
+                &mut event.body,
+                &shared,
+                framework,
+                agent,
+                brief.iter().map(WireResource::Plain),
+                role,
+            ),
+            None => push_agent_offer(
+                &mut event.body,
+                &shared,
+                framework,
+                agent,
+                resources.iter().map(WireResource::Entry),
+                role,
+            ),
+        }
         event.offers.push(shared.clone());
         offers.insert(
             shared.clone(),
@@ -384,7 +424,7 @@ impl Master {
             let Some(offer) = self.offers.get(id) else {
                 continue;
             };
-            let Some(agent) = self.agents.get(&*offer.agent) else {
+            let Some(agent) = self.agents.get(&offer.agent) else {
                 continue;
             };
             push_agent_offer(
@@ -392,7 +432,7 @@ impl Master {
                 id,
                 &offer.framework,
                 agent,
-                &offer.resources,
+                offer.resources.iter().map(WireResource::Entry),
                 &offer.role,
             );
         }
@@ -404,7 +444,7 @@ impl Master {
     /// caller does that (with a filter, or turned into tasks).
     pub(super) fn take_offer(&mut self, id: &str) -> Option<Offer> {
         let offer = self.withdraw_offer(id)?;
-        if let Some(a) = self.agents.get_mut(&*offer.agent) {
+        if let Some(a) = self.agents.get_mut(&offer.agent) {
             a.unoffer(&offer.resources);
         }
         Some(offer)

@@ -113,6 +113,7 @@ impl Master {
             .filter(|(_, p)| p.agent == agent_id)
             .map(|(id, _)| id.clone())
             .collect();
+        let handle = self.agents.handle(agent_id).unwrap_or(0);
         let Some(agent) = self.agents.get_mut(agent_id) else {
             return;
         };
@@ -186,7 +187,12 @@ impl Master {
                         attributes.insert(RESERVATION_ATTRIBUTE.to_string(), r.clone());
                     }
                     let is_default = key == PoolKey::default();
-                    if !is_default {
+                    if is_default {
+                        // Its leases come back with the agent's number: the
+                        // master finds the agent without its id (`book.rs`).
+                        attributes
+                            .insert(unisched_shim_api::RM_HANDLE.to_string(), handle.to_string());
+                    } else {
                         // A part of the agent: offered whatever it holds (the
                         // minimum is Mesos' check of a whole agent), and a
                         // reservation only to its role's subtree.

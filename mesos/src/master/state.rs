@@ -78,6 +78,10 @@ pub struct Agent {
     /// date by the methods below (the only writers of `used`), so making an
     /// offer does not recompute it. What is offered is in the offers.
     free: Resources,
+    /// `free` in brief while it is all plain scalars (`plain.rs`): what an
+    /// offer of the whole of it needs, without reading its entries. Made
+    /// again by every method below that changes `free`.
+    plain: Option<super::plain::PlainFree>,
     /// Tasks on it: (framework id, task id).
     pub tasks: std::collections::BTreeSet<(String, String)>,
     /// Executors launched on it: (framework id, executor id) → their info.
@@ -127,6 +131,7 @@ impl Agent {
             info,
             total,
             used: Resources::default(),
+            plain: super::plain::brief(&free),
             free,
             occupied,
             pid: 0,
@@ -149,6 +154,7 @@ impl Agent {
         free.subtract(&self.used);
         free.subtract(held);
         self.free = free;
+        self.plain = super::plain::brief(&self.free);
     }
 
     /// What of the free resources goes into an offer to a framework of
@@ -159,12 +165,42 @@ impl Agent {
         keep: impl Fn(&v1::Resource) -> bool,
         granted: impl Fn(&str) -> Option<crate::resources::value::Scalar>,
     ) -> Resources {
-        self.free.take_offer_exact(role, keep, granted)
+        let taken = self.free.take_offer_exact(role, keep, granted);
+        if !taken.is_empty() {
+            self.plain = super::plain::brief(&self.free);
+        }
+        taken
+    }
+
+    /// The whole of the free resources, for a lease of the default pool,
+    /// when they are plain scalars that the grant covers: what
+    /// [`Agent::take_offer`] would take for any role, moved out without
+    /// reading the entries, with its brief (to encode the offer from).
+    /// `None`: not that case, nothing taken.
+    pub(super) fn take_all_plain(
+        &mut self,
+        granted: impl Fn(&str) -> Option<crate::resources::value::Scalar>,
+    ) -> Option<(Resources, super::plain::PlainFree)> {
+        if !super::plain::granted_whole(self.plain.as_ref()?, &granted) {
+            return None;
+        }
+        #[cfg(debug_assertions)]
+        let expected = self.free.clone().take_offer_exact(
+            "a-role",
+            |r| super::pools::PoolKey::default().holds(r),
+            &granted,
+        );
+        let brief = self.plain.replace(Default::default())?;
+        let taken = std::mem::take(&mut self.free);
+        #[cfg(debug_assertions)]
+        debug_assert_eq!(taken, expected, "the long way takes the same");
+        Some((taken, brief))
     }
 
     /// Resources of an offer (any form) come back (declined, rescinded, accepted).
     pub fn unoffer(&mut self, resources: &Resources) {
         self.free.add(&resources.unallocated());
+        self.plain = super::plain::brief(&self.free);
     }
 
     /// A task (with its executor's share) takes resources of an offer
@@ -184,6 +220,7 @@ impl Agent {
         let r = resources.unallocated();
         self.used.subtract(&r);
         self.free.add(&r);
+        self.plain = super::plain::brief(&self.free);
     }
 }
 
@@ -314,14 +351,16 @@ impl CoreLink {
         self.push(CoreRequest::Offers(changes));
     }
 
-    /// Queues an application to add for a framework role.
-    pub fn add_app(&mut self, app: String, queue: String, user: String) {
+    /// Queues an application to add for a framework role, with the
+    /// master's number of it (handed back on its leases).
+    pub fn add_app(&mut self, app: String, queue: String, user: String, handle: u64) {
         let partition_name = self.partition.clone();
         self.push(CoreRequest::Apps(si::ApplicationRequest {
             new: vec![si::AddApplicationRequest {
                 application_id: app,
                 queue_name: queue,
                 partition_name,
+                tags: [(unisched_shim_api::RM_HANDLE.to_string(), handle.to_string())].into(),
                 ugi: Some(si::UserGroupInformation {
                     user,
                     groups: Vec::new(),
@@ -486,8 +525,9 @@ pub struct Master {
     pub frameworks: FastMap<String, Framework>,
     /// Removed frameworks, newest last.
     pub completed_frameworks: VecDeque<Framework>,
-    /// Agents by id.
-    pub agents: FastMap<String, Agent>,
+    /// Agents by id, and by the number their default pool's node carries
+    /// into the core (`book.rs`).
+    pub agents: super::book::Book<Agent>,
     /// Outstanding offers by id.
     pub offers: FastMap<Arc<str>, Offer>,
     /// Offer id by lease (core allocation id).
@@ -495,8 +535,9 @@ pub struct Master {
     /// Tasks by (framework id, task id).
     pub tasks: FastMap<(String, String), Task>,
     /// (framework, role) by core application id (shared with the offers
-    /// made to it, so an offer takes no copy of either).
-    pub apps: FastMap<String, (Arc<str>, Arc<str>)>,
+    /// made to it, so an offer takes no copy of either), and by the number
+    /// the application carries into the core.
+    pub apps: super::book::Book<(Arc<str>, Arc<str>)>,
     /// (agent, pool) by core node id (the agent id shared with its offers).
     pub nodes: FastMap<String, (Arc<str>, super::pools::PoolKey)>,
     /// Operations with feedback, by operation uuid.
@@ -542,11 +583,11 @@ impl Master {
             info,
             frameworks: FastMap::default(),
             completed_frameworks: VecDeque::new(),
-            agents: FastMap::default(),
+            agents: Default::default(),
             offers: FastMap::default(),
             offer_by_lease: FastMap::default(),
             tasks: FastMap::default(),
-            apps: FastMap::default(),
+            apps: Default::default(),
             nodes: FastMap::default(),
             operations: FastMap::default(),
             operation_ids: FastMap::default(),

@@ -232,9 +232,10 @@ impl Master {
         } else {
             user
         };
-        self.apps
+        let handle = self
+            .apps
             .insert(app.clone(), (Arc::from(framework), Arc::from(role)));
-        self.core.add_app(app, queue, user);
+        self.core.add_app(app, queue, user, handle);
     }
 
     /// A role leaves a framework: its offers go back and its application is

@@ -102,6 +102,7 @@ impl Partition {
         let app_id: Arc<str> = Arc::from(id.as_str());
         let app = self.apps.insert(App {
             id: app_id.clone(),
+            rm_handle: unisched_shim_api::rm_handle(tags.iter()),
             queue,
             user: Arc::from(user.as_str()),
             groups,

@@ -63,8 +63,10 @@ impl Partition {
                     None => Resource::ZERO,
                 };
                 let node_id: Arc<str> = Arc::from(id.as_str());
+                let rm_handle = unisched_shim_api::rm_handle(info.attributes.iter());
                 let node = Node {
                     id: node_id.clone(),
+                    rm_handle,
                     attributes: info.attributes.into_iter().collect(),
                     res: NodeResources::new(&capacity, &occupied),
                     schedulable: action == ActionFromRm::Create,
@@ -135,6 +137,7 @@ impl Partition {
                     node.res.set_occupied(&o);
                 }
                 if !info.attributes.is_empty() {
+                    node.rm_handle = unisched_shim_api::rm_handle(info.attributes.iter());
                     node.attributes = info.attributes.into_iter().collect();
                 }
                 self.rekey_node(n);

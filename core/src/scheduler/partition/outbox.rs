@@ -40,6 +40,10 @@ pub struct Placed {
     pub originator: bool,
     /// The ask's preemption policy.
     pub preemption: si::PreemptionPolicy,
+    /// The RM's number of the node, or 0.
+    pub node_handle: u64,
+    /// The RM's number of the application, or 0.
+    pub app_handle: u64,
 }
 
 impl Placed {
@@ -59,6 +63,8 @@ impl Placed {
             placeholder: self.placeholder,
             originator: self.originator,
             preemption_policy: self.preemption,
+            node_handle: self.node_handle,
+            app_handle: self.app_handle,
         }
     }
 }
