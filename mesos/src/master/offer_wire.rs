@@ -199,18 +199,7 @@ fn wrapped_len(s: &str) -> usize {
 /// A scalar with nothing but a name and an allocation (an agent's plain
 /// cpus or mem): its value and allocation role, else `None`.
 fn plain_scalar(r: &v1::Resource) -> Option<(f64, Option<&str>)> {
-    #[allow(deprecated)] // The legacy fields must be absent too.
-    let plain = r.provider_id.is_none()
-        && r.r#type == v1::value::Type::Scalar as i32
-        && r.ranges.is_none()
-        && r.set.is_none()
-        && r.role.is_none()
-        && r.reservation.is_none()
-        && r.reservations.is_empty()
-        && r.disk.is_none()
-        && r.revocable.is_none()
-        && r.shared.is_none();
-    if !plain {
+    if !super::plain::is_plain_scalar(r) {
         return None;
     }
     let scalar = r.scalar.as_ref()?;

@@ -60,10 +60,11 @@ pub fn brief(free: &Resources) -> Option<PlainFree> {
     Some(out)
 }
 
-/// A scalar of no provider, reservation, disk, revocable or shared kind,
-/// not allocated: one that belongs to an agent's default pool and that any
-/// role may be offered.
-fn is_plain(r: &v1::Resource) -> bool {
+/// A scalar of no provider, reservation, disk, revocable or shared kind
+/// (nothing but a name, a value and perhaps an allocation): one of an
+/// agent's default pool that any role may be offered, and one an offer
+/// encodes in a few bytes (`offer_wire.rs`).
+pub fn is_plain_scalar(r: &v1::Resource) -> bool {
     #[allow(deprecated)] // The legacy fields must be absent too.
     let legacy = r.role.is_none() && r.reservation.is_none();
     legacy
@@ -75,7 +76,11 @@ fn is_plain(r: &v1::Resource) -> bool {
         && r.disk.is_none()
         && r.revocable.is_none()
         && r.shared.is_none()
-        && r.allocation_info.is_none()
+}
+
+/// A plain scalar of free resources (not allocated).
+fn is_plain(r: &v1::Resource) -> bool {
+    is_plain_scalar(r) && r.allocation_info.is_none()
 }
 
 /// True when a grant takes every entry whole: each name granted at least
