@@ -605,73 +605,10 @@ fn a_node_with_any_remainder_terms_is_offered_below_the_minimum() {
     assert_eq!(quantity(&leases[0], "disk"), 1 << 30);
 }
 
-/// The recording callback, with the RM handles of every lease noted.
-struct HandleRecorder {
-    inner: RecordingCallback,
-    handles: std::sync::Mutex<Vec<(String, u64, u64)>>,
-}
-
-impl unisched_shim_api::ResourceManagerCallback for HandleRecorder {
-    fn update_allocation(
-        &self,
-        response: si::AllocationResponse,
-    ) -> unisched_shim_api::CallbackResult<()> {
-        self.inner.update_allocation(response)
-    }
-    fn update_leases(
-        &self,
-        leases: unisched_shim_api::Leases,
-    ) -> unisched_shim_api::CallbackResult<()> {
-        self.handles.lock().unwrap().extend(
-            leases
-                .new
-                .iter()
-                .map(|l| (l.node_id.to_string(), l.node_handle, l.app_handle)),
-        );
-        self.inner.update_allocation(leases.into_wire())
-    }
-    fn update_application(
-        &self,
-        response: si::ApplicationResponse,
-    ) -> unisched_shim_api::CallbackResult<()> {
-        self.inner.update_application(response)
-    }
-    fn update_node(&self, response: si::NodeResponse) -> unisched_shim_api::CallbackResult<()> {
-        self.inner.update_node(response)
-    }
-    fn predicates(&self, args: si::PredicatesArgs) -> unisched_shim_api::CallbackResult<()> {
-        self.inner.predicates(args)
-    }
-    fn resync_scheduler_cache(
-        &self,
-        args: si::ReSyncSchedulerCacheArgs,
-    ) -> unisched_shim_api::CallbackResult<()> {
-        self.inner.resync_scheduler_cache(args)
-    }
-    fn send_event(&self, events: Vec<si::EventRecord>) -> unisched_shim_api::CallbackResult<()> {
-        self.inner.send_event(events)
-    }
-    fn update_container_scheduling_state(
-        &self,
-        request: si::UpdateContainerSchedulingStateRequest,
-    ) -> unisched_shim_api::CallbackResult<()> {
-        self.inner.update_container_scheduling_state(request)
-    }
-    fn update_configuration(
-        &self,
-        request: si::UpdateConfigurationRequest,
-    ) -> unisched_shim_api::CallbackResult<si::UpdateConfigurationResponse> {
-        self.inner.update_configuration(request)
-    }
-}
-
 #[test]
 fn leases_carry_back_the_numbers_the_rm_gave_its_nodes_and_applications() {
     let sched = Scheduler::start(SchedulerOptions::default());
-    let rec = Arc::new(HandleRecorder {
-        inner: RecordingCallback::new(),
-        handles: Default::default(),
-    });
+    let rec = Arc::new(RecordingCallback::new());
     sched
         .register_resource_manager(
             si::RegisterResourceManagerRequest {
@@ -744,20 +681,19 @@ fn leases_carry_back_the_numbers_the_rm_gave_its_nodes_and_applications() {
         })
         .unwrap();
     sched.settle();
-    let mut handles = rec.handles.lock().unwrap().clone();
-    handles.sort();
+    let recorded = rec.recorded();
+    let handles = &recorded.lease_handles;
     assert_eq!(handles.len(), 3, "{handles:?}");
-    let wire = rec.inner.recorded();
-    for (node, node_handle, app_handle) in handles {
-        let app = wire
+    for (id, node_handle, app_handle) in handles {
+        let (node, app) = recorded
             .allocations()
-            .find(|a| a.node_id == node)
-            .map(|a| a.application_id.clone())
+            .find(|a| a.allocation_id == *id)
+            .map(|a| (a.node_id.clone(), a.application_id.clone()))
             .expect("the lease on the wire too");
         let expected_node = if node == "a" { 7 } else { 0 };
         let expected_app = if app == "fw1" { 42 } else { 0 };
         assert_eq!(
-            (node_handle, app_handle),
+            (*node_handle, *app_handle),
             (expected_node, expected_app),
             "{node} {app}"
         );

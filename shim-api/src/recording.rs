@@ -28,6 +28,10 @@ pub struct Recorded {
     pub scheduling_states: Vec<si::UpdateContainerSchedulingStateRequest>,
     /// Every configuration persistence request.
     pub configurations: Vec<si::UpdateConfigurationRequest>,
+    /// The RM numbers each new allocation came back with, by allocation
+    /// id: (node handle, application handle), 0 for none (`RM_HANDLE`;
+    /// the wire form has no room for them).
+    pub lease_handles: Vec<(String, u64, u64)>,
     /// Number of allocations received in `allocation_responses`.
     pub allocation_count: usize,
     /// Number of events received (also those a counting-only callback drops).
@@ -194,6 +198,26 @@ impl RecordingCallback {
 }
 
 impl ResourceManagerCallback for RecordingCallback {
+    /// Notes each lease's RM handles, then takes the wire form as the
+    /// trait's default does.
+    fn update_leases(&self, leases: crate::Leases) -> CallbackResult<()> {
+        if !self.counting_only {
+            self.record(|r| {
+                r.lease_handles.extend(
+                    leases
+                        .new
+                        .iter()
+                        .map(|l| (l.allocation_id.to_string(), l.node_handle, l.app_handle)),
+                )
+            });
+        }
+        if leases.partial {
+            self.update_allocation_partial(leases.into_wire())
+        } else {
+            self.update_allocation(leases.into_wire())
+        }
+    }
+
     fn update_allocation(&self, response: si::AllocationResponse) -> CallbackResult<()> {
         let keep = !self.counting_only;
         self.record(|r| {
