@@ -607,19 +607,8 @@ fn a_node_with_any_remainder_terms_is_offered_below_the_minimum() {
 
 #[test]
 fn leases_carry_back_the_numbers_the_rm_gave_its_nodes_and_applications() {
-    let sched = Scheduler::start(SchedulerOptions::default());
-    let rec = Arc::new(RecordingCallback::new());
-    sched
-        .register_resource_manager(
-            si::RegisterResourceManagerRequest {
-                rm_id: RM.to_string(),
-                policy_group: "queues".to_string(),
-                config: ROLES.to_string(),
-                ..Default::default()
-            },
-            rec.clone(),
-        )
-        .expect("register");
+    let rm = Rm::new(ROLES);
+    let sched = &rm.sched;
     let handle = |n: &str| {
         [(unisched_shim_api::RM_HANDLE.to_string(), n.to_string())]
             .into_iter()
@@ -665,23 +654,11 @@ fn leases_carry_back_the_numbers_the_rm_gave_its_nodes_and_applications() {
             })
             .unwrap();
     }
-    let mut changes = vec![OfferChange::Policy {
-        min_allocatable: vec![res(&[("vcore", 10)])],
-    }];
-    changes.extend(["fw1", "fw2"].into_iter().map(|app| OfferChange::Demand {
-        application_id: app.to_string(),
-        active: true,
-    }));
-    changes.push(OfferChange::Allocate);
-    sched
-        .update_offers(OfferRequest {
-            rm_id: RM.to_string(),
-            partition_name: "default".to_string(),
-            changes,
-        })
-        .unwrap();
+    rm.demand("fw1", true);
+    rm.demand("fw2", true);
+    rm.offers(vec![OfferChange::Allocate]);
     sched.settle();
-    let recorded = rec.recorded();
+    let recorded = rm.rec.recorded();
     let handles = &recorded.lease_handles;
     assert_eq!(handles.len(), 3, "{handles:?}");
     for (id, node_handle, app_handle) in handles {
