@@ -227,7 +227,25 @@ pub fn run(
 /// --tool=callgrind --separate-threads=yes`, the counters of every thread are
 /// zeroed as the timed run starts and dumped as it ends (through
 /// `callgrind_control`), so the dump named `run` holds the run alone.
+///
+/// With `UNISCHED_W4_PERF_CTL=FIFO`, under `perf record --delay=-1
+/// --control=fifo:FIFO`, sampling is enabled for the timed run alone (perf's
+/// control commands `enable` and `disable`).
 fn callgrind_control(what: &str) {
+    if let Some(fifo) = std::env::var_os("UNISCHED_W4_PERF_CTL") {
+        let command: &[u8] = if what == "start" {
+            b"enable\n"
+        } else {
+            b"disable\n"
+        };
+        if let Err(e) = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&fifo)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, command))
+        {
+            eprintln!("perf control fifo: {e}");
+        }
+    }
     if std::env::var_os("UNISCHED_W4_CALLGRIND").is_none() {
         return;
     }
