@@ -218,12 +218,13 @@ impl Master {
             tracing::warn!(%framework, %error, "ACCEPT with invalid offers");
             // Valid offers among them go back without a filter.
             for id in &accept.offer_ids {
-                if self
-                    .offers
-                    .get(id.value.as_str())
-                    .is_some_and(|o| *o.framework == *framework)
+                if let Some(number) = self.offers.number(&id.value)
+                    && self
+                        .offers
+                        .get_number(number)
+                        .is_some_and(|o| *o.framework == *framework)
                 {
-                    self.rescind(&id.value, false);
+                    self.rescind(number, false);
                 }
             }
             let state = if self.frameworks[framework].partition_aware() {
@@ -258,7 +259,10 @@ impl Master {
         let offers: Vec<_> = accept
             .offer_ids
             .iter()
-            .filter_map(|id| self.withdraw_offer(&id.value))
+            .filter_map(|id| {
+                let number = self.offers.number(&id.value)?;
+                self.withdraw_offer(number)
+            })
             .collect();
         let role = offers[0].role.clone();
         let agent_id = offers[0].agent.clone();

@@ -1,8 +1,6 @@
 //! Agents join (a node of the core) and leave (their offers rescinded, their
 //! tasks lost, frameworks told with FAILURE).
 
-use std::sync::Arc;
-
 use super::state::{Agent, Master};
 use crate::v1;
 use crate::v1::scheduler::{Event, event};
@@ -46,14 +44,15 @@ impl Master {
         if !self.agents.contains_key(id) {
             return;
         }
-        let offers: Vec<Arc<str>> = self
+        let mut offers: Vec<u64> = self
             .offers
             .values()
             .filter(|o| *o.agent == *id)
-            .map(|o| o.id.clone())
+            .map(|o| o.number)
             .collect();
+        offers.sort_unstable();
         for o in offers {
-            self.rescind(&o, true);
+            self.rescind(o, true);
         }
         let tasks: Vec<(String, String)> = self.agents[id].tasks.iter().cloned().collect();
         for (framework, task) in tasks {

@@ -13,7 +13,6 @@
 //! leads from Connected; a removed framework's id is refused afterwards.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 
 use tokio::sync::mpsc;
 
@@ -157,17 +156,17 @@ impl Framework {
     }
 }
 
-/// A framework's outstanding offers. An allocation run adds thousands of
-/// offers: a hash set takes each id without comparing it against others
-/// (an ordered set compared long ids, each a cache miss); the rare readers
-/// that list them get them in id order from [`OfferSet::sorted`].
+/// A framework's outstanding offers, by number (`offer_book.rs`). An
+/// allocation run adds thousands: a hash set of numbers takes each without
+/// comparing it against others; the rare readers that list them get them in
+/// the order they were made from [`OfferSet::sorted`].
 #[derive(Debug, Default)]
-pub struct OfferSet(std::collections::HashSet<Arc<str>, super::state::FixedState>);
+pub struct OfferSet(std::collections::HashSet<u64, super::state::FixedState>);
 
 impl OfferSet {
     /// Adds an offer.
-    pub fn insert(&mut self, id: Arc<str>) {
-        self.0.insert(id);
+    pub fn insert(&mut self, number: u64) {
+        self.0.insert(number);
     }
 
     /// Makes room for `more` offers.
@@ -176,15 +175,15 @@ impl OfferSet {
     }
 
     /// Removes an offer.
-    pub fn remove(&mut self, id: &str) {
-        self.0.remove(id);
+    pub fn remove(&mut self, number: u64) {
+        self.0.remove(&number);
     }
 
-    /// The offers in id order.
-    pub fn sorted(&self) -> Vec<Arc<str>> {
-        let mut ids: Vec<Arc<str>> = self.0.iter().cloned().collect();
-        ids.sort_unstable();
-        ids
+    /// The offers in the order they were made.
+    pub fn sorted(&self) -> Vec<u64> {
+        let mut numbers: Vec<u64> = self.0.iter().copied().collect();
+        numbers.sort_unstable();
+        numbers
     }
 }
 

@@ -50,6 +50,7 @@ pub mod config;
 mod feedback;
 pub mod framework;
 pub mod http;
+mod offer_book;
 mod offer_wire;
 mod offers;
 mod operations;
@@ -807,7 +808,7 @@ impl state::Master {
             Timer::Heartbeat(fw, generation) => self.heartbeat(&fw, generation),
             Timer::Failover(fw) => self.failover_timer(&fw),
             Timer::StatusRetry(fw, task) => self.retry_status(&fw, &task),
-            Timer::OfferTimeout(offer) => self.offer_timed_out(&offer),
+            Timer::OfferTimeout(offer) => self.offer_timed_out(offer),
             Timer::OperationRetry(uuid) => self.retry_operation_status(&uuid),
             Timer::PublishTimeout(uuid) => self.provider_publish_status(
                 &uuid,

@@ -10,7 +10,7 @@ use unisched_si as si;
 
 use super::offer_wire::{self, WireResource};
 use super::pools::PoolKey;
-use super::state::{Agent, Master, Offer, RUN_TIMINGS_KEPT, Timer, offer_id};
+use super::state::{Agent, Master, Offer, RUN_TIMINGS_KEPT, Timer};
 use super::status::nanos;
 use super::stream::StreamEvent;
 use super::units::{app_id, granted_scalar, to_core};
@@ -106,6 +106,8 @@ pub(super) struct OpenRun {
     /// about once, so a framework gets about its share of the agents (a
     /// list that needs more grows; room never used is never touched).
     per_framework: usize,
+    /// Where each new offer's id is written before it is encoded.
+    id: String,
 }
 
 /// A framework's offers of one run: its OFFERS event to be, encoded as the
@@ -114,8 +116,8 @@ struct RunOffers {
     framework: Arc<str>,
     /// The event's `offers` so far, encoded.
     body: Vec<u8>,
-    /// The offers in `body`, in order.
-    offers: Vec<Arc<str>>,
+    /// The offers in `body`, in order (by number).
+    offers: Vec<u64>,
     /// An offer in `body` grew after it was encoded (a lease of another
     /// pool of its agent joined it): the body is made again from the books
     /// at the close.
@@ -177,6 +179,7 @@ impl Master {
                     late: Vec::new(),
                     received,
                     per_framework: agents.div_ceil(self.frameworks.len().max(1)).clamp(1, 64),
+                    id: String::new(),
                 }
             }
         };
@@ -197,10 +200,13 @@ impl Master {
             {
                 continue;
             }
-            if let Some(id) = self.lease_offer(lease, &mut open)
+            if let Some(number) = self.lease_offer(lease, &mut open)
                 && let Some(t) = self.settings.offer_timeout
             {
-                self.at(open.now.saturating_add(nanos(t)), Timer::OfferTimeout(id));
+                self.at(
+                    open.now.saturating_add(nanos(t)),
+                    Timer::OfferTimeout(number),
+                );
             }
         }
         if partial {
@@ -251,7 +257,7 @@ impl Master {
     fn made_in_run(&self, lease: &str, run: u64) -> bool {
         self.offer_by_lease
             .get(lease)
-            .and_then(|id| self.offers.get(id))
+            .and_then(|&n| self.offers.get_number(n))
             .is_some_and(|o| o.run == run)
     }
 
@@ -259,9 +265,9 @@ impl Master {
     /// (its scalars, and the free ranges and sets that go with them) out of
     /// the agent's free resources, into the run's offer to its framework
     /// and role of the agent: a new offer, or the one another pool's lease
-    /// of this run started; returns the id of a new offer. The lease is
+    /// of this run started; returns the number of a new offer. The lease is
     /// released when it cannot become part of an offer.
-    fn lease_offer(&mut self, lease: Lease, open: &mut OpenRun) -> Option<Arc<str>> {
+    fn lease_offer(&mut self, lease: Lease, open: &mut OpenRun) -> Option<u64> {
         // The books are borrowed field by field: each string is copied
         // once, where the offer or its event keeps it.
         let Master {
@@ -272,7 +278,6 @@ impl Master {
             core,
             offers,
             offer_by_lease,
-            info,
             next_offer,
             ..
         } = self;
@@ -284,8 +289,16 @@ impl Master {
             .or_else(|| apps.get(&lease.application_id))
             // The framework left, or is disconnected, while the lease was
             // on its way; or the agent went.
-            .and_then(|(framework, role)| {
-                let f = frameworks.get_mut(&**framework).filter(|f| f.connected())?;
+            .and_then(|app| {
+                let (framework, role) = (&app.framework, &app.role);
+                // The framework by the number its application keeps, by id
+                // when that record left (a framework record replaced).
+                let f = if frameworks.by_handle(app.framework_handle).is_some() {
+                    frameworks.by_handle_mut(app.framework_handle)
+                } else {
+                    frameworks.get_mut(framework)
+                }
+                .filter(|f| f.connected())?;
                 // A lease on an agent's default pool carries the agent's
                 // number (and names the agent's own id): no lookup by id (a
                 // run leases every agent once, so each of those lookups
@@ -357,11 +370,11 @@ impl Master {
         let same = agent.run_parts.1.iter().find(|&&(s, i)| {
             s == slot
                 && offers
-                    .get(&*event.offers[i])
+                    .get_number(event.offers[i])
                     .is_some_and(|o| o.role == *role)
         });
         if let Some(&(_, i)) = same {
-            let Some(offer) = offers.get_mut(&*event.offers[i]) else {
+            let Some(offer) = offers.get_number_mut(event.offers[i]) else {
                 // Not reached: the run's offers stay in the books until it
                 // closes (the core's releases of them wait for the close).
                 // Were it reached, the lease and its resources go back.
@@ -371,20 +384,22 @@ impl Master {
             };
             offer.resources.add(&resources);
             event.stale = true;
-            offer_by_lease.insert(lease.allocation_id.clone(), offer.id.clone());
+            offer_by_lease.insert(lease.allocation_id.clone(), offer.number);
             offer.leases.push(lease.allocation_id);
             return None;
         }
         agent.run_parts.1.push((slot, event.offers.len()));
-        // One copy of the id, shared by the books and the run.
-        let shared: Arc<str> = Arc::from(offer_id(&info.id, *next_offer));
+        // The books keep the number; the id is written into the event
+        // from the run's buffer.
+        let number = *next_offer;
         *next_offer += 1;
-        offer_by_lease.insert(lease.allocation_id.clone(), shared.clone());
-        f.offers.insert(shared.clone());
+        offers.write_id(number, &mut open.id);
+        offer_by_lease.insert(lease.allocation_id.clone(), number);
+        f.offers.insert(number);
         match &brief {
             Some(brief) => push_agent_offer(
                 &mut event.body,
-                &shared,
+                &open.id,
                 framework,
                 agent,
                 brief.iter().map(WireResource::Plain),
@@ -392,44 +407,43 @@ impl Master {
             ),
             None => push_agent_offer(
                 &mut event.body,
-                &shared,
+                &open.id,
                 framework,
                 agent,
                 resources.iter().map(WireResource::Entry),
                 role,
             ),
         }
-        event.offers.push(shared.clone());
-        offers.insert(
-            shared.clone(),
-            Offer {
-                id: shared.clone(),
-                framework: framework.clone(),
-                resources,
-                role: role.clone(),
-                agent: agent.id.clone(),
-                leases: vec![lease.allocation_id],
-                created: open.now,
-                run,
-            },
-        );
-        Some(shared)
+        event.offers.push(number);
+        offers.insert(Offer {
+            number,
+            framework: framework.clone(),
+            resources,
+            role: role.clone(),
+            agent: agent.id.clone(),
+            leases: vec![lease.allocation_id],
+            created: open.now,
+            run,
+        });
+        Some(number)
     }
 
     /// The `offers` of an OFFERS event of these offers, encoded from the
     /// books (offers no longer there are left out).
-    fn encode_offers(&self, ids: &[Arc<str>]) -> Vec<u8> {
-        let mut body = offer_wire::new_body(ids.len() * OFFER_BYTES);
-        for id in ids {
-            let Some(offer) = self.offers.get(id) else {
+    fn encode_offers(&self, numbers: &[u64]) -> Vec<u8> {
+        let mut body = offer_wire::new_body(numbers.len() * OFFER_BYTES);
+        let mut id = String::new();
+        for &number in numbers {
+            let Some(offer) = self.offers.get_number(number) else {
                 continue;
             };
             let Some(agent) = self.agents.get(&offer.agent) else {
                 continue;
             };
+            self.offers.write_id(number, &mut id);
             push_agent_offer(
                 &mut body,
-                id,
+                &id,
                 &offer.framework,
                 agent,
                 offer.resources.iter().map(WireResource::Entry),
@@ -442,8 +456,8 @@ impl Master {
     /// Takes an offer out of the books, its resources back to its agent's
     /// free resources; returns it. The leases are not released here: the
     /// caller does that (with a filter, or turned into tasks).
-    pub(super) fn take_offer(&mut self, id: &str) -> Option<Offer> {
-        let offer = self.withdraw_offer(id)?;
+    pub(super) fn take_offer(&mut self, number: u64) -> Option<Offer> {
+        let offer = self.withdraw_offer(number)?;
         if let Some(a) = self.agents.get_mut(&offer.agent) {
             a.unoffer(&offer.resources);
         }
@@ -452,21 +466,21 @@ impl Master {
 
     /// Takes an offer out of the books, its resources still out of the
     /// agent's free resources (an ACCEPT decides where they go).
-    pub(super) fn withdraw_offer(&mut self, id: &str) -> Option<Offer> {
-        let offer = self.offers.remove(id)?;
+    pub(super) fn withdraw_offer(&mut self, number: u64) -> Option<Offer> {
+        let offer = self.offers.remove(number)?;
         for lease in &offer.leases {
             self.offer_by_lease.remove(lease);
         }
-        if let Some(f) = self.frameworks.get_mut(&*offer.framework) {
-            f.offers.remove(id);
+        if let Some(f) = self.frameworks.get_mut(&offer.framework) {
+            f.offers.remove(number);
         }
         Some(offer)
     }
 
     /// Gives an offer back without a filter; with `event`, the framework is
     /// told (RESCIND), else the offer is silently discarded.
-    pub(super) fn rescind(&mut self, id: &str, event: bool) {
-        let Some(offer) = self.take_offer(id) else {
+    pub(super) fn rescind(&mut self, number: u64, event: bool) {
+        let Some(offer) = self.take_offer(number) else {
             return;
         };
         if event {
@@ -477,7 +491,7 @@ impl Master {
                     r#type: Some(event::Type::Rescind as i32),
                     rescind: Some(event::Rescind {
                         offer_id: v1::OfferId {
-                            value: String::from(&*offer.id),
+                            value: self.offers.id_of(offer.number),
                         },
                     }),
                     ..Default::default()
@@ -538,7 +552,11 @@ impl Master {
             if !owned {
                 continue;
             }
-            let Some(offer) = self.take_offer(&id.value) else {
+            let Some(offer) = self
+                .offers
+                .number(&id.value)
+                .and_then(|n| self.take_offer(n))
+            else {
                 continue;
             };
             self.counters.offers_declined += 1;
@@ -615,8 +633,8 @@ impl Master {
     }
 
     /// An offer's timeout passed: rescinded, no filter.
-    pub(super) fn offer_timed_out(&mut self, id: &str) {
-        let Some(offer) = self.offers.get(id) else {
+    pub(super) fn offer_timed_out(&mut self, number: u64) {
+        let Some(offer) = self.offers.get_number(number) else {
             return;
         };
         let due = self
@@ -625,7 +643,7 @@ impl Master {
             .is_some_and(|t| self.now() >= offer.created.saturating_add(t.as_nanos() as u64));
         if due {
             self.counters.offers_timed_out += 1;
-            self.rescind(id, true);
+            self.rescind(number, true);
         }
     }
 
@@ -633,12 +651,8 @@ impl Master {
     /// offer still standing on it is rescinded. Leases the master released
     /// are out of `offer_by_lease` already, so their echo finds nothing.
     fn core_released(&mut self, released: &si::AllocationRelease) {
-        if let Some(offer) = self
-            .offer_by_lease
-            .get(released.allocation_id.as_str())
-            .cloned()
-        {
-            let Some(mut o) = self.take_offer(&offer) else {
+        if let Some(&offer) = self.offer_by_lease.get(released.allocation_id.as_str()) {
+            let Some(mut o) = self.take_offer(offer) else {
                 return;
             };
             // The other leases of the offer go back too.
@@ -651,7 +665,7 @@ impl Master {
                     r#type: Some(event::Type::Rescind as i32),
                     rescind: Some(event::Rescind {
                         offer_id: v1::OfferId {
-                            value: String::from(&*o.id),
+                            value: self.offers.id_of(o.number),
                         },
                     }),
                     ..Default::default()

@@ -26,7 +26,6 @@
 //! OPERATION_UNREACHABLE until it subscribes again with its id. Upstream
 //! sends providers no heartbeats, and neither does this master.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
@@ -406,7 +405,7 @@ impl Master {
 
     /// Rescinds every outstanding offer that holds the provider's resources.
     fn rescind_provider_offers(&mut self, provider: &str) {
-        let holding: Vec<Arc<str>> = self
+        let mut holding: Vec<u64> = self
             .offers
             .values()
             .filter(|o| {
@@ -414,10 +413,11 @@ impl Master {
                     .iter()
                     .any(|r| r.provider_id.as_ref().is_some_and(|p| p.value == provider))
             })
-            .map(|o| o.id.clone())
+            .map(|o| o.number)
             .collect();
+        holding.sort_unstable();
         for o in holding {
-            self.rescind(&o, true);
+            self.rescind(o, true);
         }
     }
 

@@ -142,11 +142,11 @@ impl Master {
             .offers
             .sorted()
             .iter()
-            .filter_map(|id| self.offers.get(id))
+            .filter_map(|&n| self.offers.get_number(n))
             .map(|o| {
                 offered.add(&o.resources);
                 json!({
-                    "id": &*o.id,
+                    "id": self.offers.id_of(o.number),
                     "framework_id": &*o.framework,
                     "allocation_info": {"role": &*o.role},
                     "slave_id": &*o.agent,

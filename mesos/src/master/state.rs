@@ -33,18 +33,6 @@ use crate::v1::scheduler::Event;
 /// inserted, so runs replay.
 pub type FastMap<K, V> = HashMap<K, V, FixedState>;
 
-/// Offer number `n` of master `master_id`: `<master id>-O<n>` (made often:
-/// without the formatter).
-pub(super) fn offer_id(master_id: &str, n: u64) -> String {
-    let mut number = itoa::Buffer::new();
-    let number = number.format(n);
-    let mut id = String::with_capacity(master_id.len() + 2 + number.len());
-    id.push_str(master_id);
-    id.push_str("-O");
-    id.push_str(number);
-    id
-}
-
 /// The fixed-seed ahash builder of [`FastMap`].
 #[derive(Debug, Clone, Copy, Default)]
 pub struct FixedState;
@@ -224,12 +212,24 @@ impl Agent {
     }
 }
 
+/// A core application of the front end: a framework's role.
+#[derive(Debug, Clone)]
+pub struct AppRecord {
+    /// The framework id (shared with the offers made to it, so an offer
+    /// takes no copy).
+    pub framework: Arc<str>,
+    /// The role (shared likewise).
+    pub role: Arc<str>,
+    /// The framework's handle in `Master::frameworks` when the role joined
+    /// (a lease finds its framework by it, without hashing the id).
+    pub framework_handle: u64,
+}
+
 /// An outstanding offer: leases of the core shown to a framework.
 #[derive(Debug, Clone)]
 pub struct Offer {
-    /// Offer id (shared with the books' keys, the framework's set and the
-    /// offer's timer).
-    pub id: Arc<str>,
+    /// Offer number: its id is `OfferBook::id_of(number)`.
+    pub number: u64,
     /// The framework it was made to.
     pub framework: Arc<str>,
     /// The role it was allocated to.
@@ -284,7 +284,7 @@ pub enum Timer {
     /// A task's update in flight may be due for a retry.
     StatusRetry(String, String),
     /// An offer may have timed out.
-    OfferTimeout(Arc<str>),
+    OfferTimeout(u64),
     /// An operation's status update in flight may be due for a retry (by
     /// operation uuid).
     OperationRetry(Vec<u8>),
@@ -521,23 +521,23 @@ pub struct Master {
     pub core: CoreLink,
     /// What SUBSCRIBED events carry.
     pub info: v1::MasterInfo,
-    /// Frameworks by id (removed ones move to `completed_frameworks`).
-    pub frameworks: FastMap<String, Framework>,
+    /// Frameworks by id, and by the number their applications' records
+    /// keep (removed ones move to `completed_frameworks`).
+    pub frameworks: super::book::Book<Framework>,
     /// Removed frameworks, newest last.
     pub completed_frameworks: VecDeque<Framework>,
     /// Agents by id, and by the number their default pool's node carries
     /// into the core (`book.rs`).
     pub agents: super::book::Book<Agent>,
-    /// Outstanding offers by id.
-    pub offers: FastMap<Arc<str>, Offer>,
-    /// Offer id by lease (core allocation id).
-    pub offer_by_lease: FastMap<Arc<str>, Arc<str>>,
+    /// Outstanding offers by number (`offer_book.rs`).
+    pub offers: super::offer_book::OfferBook,
+    /// Offer number by lease (core allocation id).
+    pub offer_by_lease: FastMap<Arc<str>, u64>,
     /// Tasks by (framework id, task id).
     pub tasks: FastMap<(String, String), Task>,
-    /// (framework, role) by core application id (shared with the offers
-    /// made to it, so an offer takes no copy of either), and by the number
-    /// the application carries into the core.
-    pub apps: super::book::Book<(Arc<str>, Arc<str>)>,
+    /// (framework, role) by core application id, and by the number the
+    /// application carries into the core.
+    pub apps: super::book::Book<AppRecord>,
     /// (agent, pool) by core node id (the agent id shared with its offers).
     pub nodes: FastMap<String, (Arc<str>, super::pools::PoolKey)>,
     /// Operations with feedback, by operation uuid.
@@ -576,15 +576,16 @@ impl Master {
         info: v1::MasterInfo,
     ) -> Self {
         let start_time = clock.now_nanos();
+        let offers = super::offer_book::OfferBook::new(&info.id);
         let mut m = Self {
             settings,
             clock,
             core,
             info,
-            frameworks: FastMap::default(),
+            frameworks: Default::default(),
             completed_frameworks: VecDeque::new(),
             agents: Default::default(),
-            offers: FastMap::default(),
+            offers,
             offer_by_lease: FastMap::default(),
             tasks: FastMap::default(),
             apps: Default::default(),

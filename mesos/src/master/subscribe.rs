@@ -8,7 +8,7 @@ use tokio::sync::mpsc;
 use unisched_core::scheduler::offers::OfferChange;
 
 use super::framework::{Connection, ConnectionEvent, Framework, Stream, Transition, roles_of};
-use super::state::{COMPLETED_FRAMEWORKS_KEPT, Master, Timer};
+use super::state::{AppRecord, COMPLETED_FRAMEWORKS_KEPT, Master, Timer};
 use super::stream::StreamEvent;
 use super::units::{app_id, role_queue, validate_role};
 use super::{CallError, CallOutcome};
@@ -232,23 +232,26 @@ impl Master {
         } else {
             user
         };
-        let handle = self
-            .apps
-            .insert(app.clone(), (Arc::from(framework), Arc::from(role)));
+        let record = AppRecord {
+            framework: Arc::from(framework),
+            role: Arc::from(role),
+            framework_handle: self.frameworks.handle(framework).unwrap_or(0),
+        };
+        let handle = self.apps.insert(app.clone(), record);
         self.core.add_app(app, queue, user, handle);
     }
 
     /// A role leaves a framework: its offers go back and its application is
     /// removed from the core once no task holds resources in it.
     fn remove_role(&mut self, framework: &str, role: &str) {
-        let offers: Vec<Arc<str>> = self.frameworks[framework]
+        let offers: Vec<u64> = self.frameworks[framework]
             .offers
             .sorted()
             .into_iter()
-            .filter(|o| self.offers.get(o).is_some_and(|o| *o.role == *role))
+            .filter(|&o| self.offers.get_number(o).is_some_and(|o| *o.role == *role))
             .collect();
         for o in offers {
-            self.rescind(&o, true);
+            self.rescind(o, true);
         }
         let app = app_id(framework, role);
         let busy = self.frameworks[framework].tasks.iter().any(|t| {
@@ -316,7 +319,7 @@ impl Master {
             .collect();
         self.core.offers(changes);
         for o in offers {
-            self.rescind(&o, rescind);
+            self.rescind(o, rescind);
         }
     }
 
@@ -560,7 +563,10 @@ impl Master {
     /// the configuration cannot place): the framework gets ERROR and is removed.
     pub(super) fn application_response(&mut self, response: unisched_si::ApplicationResponse) {
         for rejected in response.rejected {
-            let Some((framework, role)) = self.apps.get(&rejected.application_id).cloned() else {
+            let Some(AppRecord {
+                framework, role, ..
+            }) = self.apps.get(&rejected.application_id).cloned()
+            else {
                 continue;
             };
             tracing::warn!(%framework, %role, reason = %rejected.reason, "the core refused a framework role");
