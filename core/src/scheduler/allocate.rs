@@ -707,13 +707,21 @@ impl Partition {
     ) -> AllocId {
         let key = self.asks[ask].key.clone();
         let mut number = self.asks[ask].next_id;
-        let mut id_text = allocation_id(&key, number);
-        while self.alloc_by_id.contains_key(id_text.as_str()) {
-            number += 1;
-            id_text = allocation_id(&key, number);
-        }
+        // The first free id of the ask, put in `alloc_by_id` as it is
+        // found (one hash of it, not one to look and one to insert), under
+        // the number the record below gets.
+        let id = loop {
+            let id: std::sync::Arc<str> = std::sync::Arc::from(allocation_id(&key, number));
+            match self.alloc_by_id.entry(id) {
+                std::collections::hash_map::Entry::Occupied(_) => number += 1,
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    let id = v.key().clone();
+                    v.insert(self.allocs.vacant_key());
+                    break id;
+                }
+            }
+        };
         self.asks[ask].next_id = number + 1;
-        let id: std::sync::Arc<str> = std::sync::Arc::from(id_text);
         let a = &self.asks[ask];
         let placed = Placed {
             key,
@@ -733,7 +741,12 @@ impl Partition {
             node_handle: self.nodes[node].rm_handle,
             app_handle: self.apps[app].rm_handle,
         };
-        let alloc = self.insert_allocation(app, ask, node, id, size, meta, now);
+        let alloc = self.record_allocation(app, ask, node, id, size, meta, now);
+        debug_assert_eq!(
+            self.alloc_by_id.get(&*placed.id).copied(),
+            Some(alloc),
+            "the allocation is under its id"
+        );
         self.outbox.placed.push(placed);
         alloc
     }

@@ -275,6 +275,9 @@ pub struct AppOffers {
     /// Number the next lease's allocation id gets, so ids never repeat even
     /// when the lease's ask record came and went.
     next_lease: u32,
+    /// The ask record its leases hang from, as last found (checked before
+    /// use: `Partition::find_lease_ask`).
+    lease_ask: Option<AskId>,
     /// Decline filters by node.
     filters: FastMap<NodeId, Filter>,
 }
@@ -583,7 +586,7 @@ impl Partition {
             return false;
         }
         let (now, pass) = (ctx.now, self.pass);
-        let lease_ask = self.apps[app].asks.get(&self.apps[app].id).copied();
+        let lease_ask = self.find_lease_ask(app);
         let app_queue = self.apps[app].queue;
         let restricted = !policy.terms.is_empty();
         let Some(offers) = self.apps[app].offers.as_deref() else {
@@ -670,10 +673,13 @@ impl Partition {
     /// The ask record leases hang from: keyed by the application id, wanting
     /// nothing itself. Made again when the last lease took it away.
     fn lease_ask(&mut self, app: AppId, now: u64) -> AskId {
-        let key = self.apps[app].id.clone();
-        if let Some(&ask) = self.apps[app].asks.get(&key) {
+        if let Some(ask) = self.find_lease_ask(app) {
+            if let Some(o) = self.apps[app].offers.as_deref_mut() {
+                o.lease_ask = Some(ask);
+            }
             return ask;
         }
+        let key = self.apps[app].id.clone();
         let seq = self.seq();
         let next_id = self.apps[app].offers.as_ref().map_or(0, |o| o.next_lease);
         let resource = self.sizes.intern(Resource::ZERO);
@@ -698,7 +704,28 @@ impl Partition {
             reported_state: 0,
         });
         self.apps[app].asks.insert(key, ask);
+        if let Some(o) = self.apps[app].offers.as_deref_mut() {
+            o.lease_ask = Some(ask);
+        }
         ask
+    }
+
+    /// The ask record an application's leases hang from, if it has one:
+    /// the one last found while that slot still holds it (an ask of this
+    /// application keyed by the very string of its id), else the one its
+    /// asks map holds under its id. Every lease needs it twice; the map
+    /// hashed the application id each time.
+    fn find_lease_ask(&self, app: AppId) -> Option<AskId> {
+        let a = &self.apps[app];
+        if let Some(ask) = a.offers.as_ref().and_then(|o| o.lease_ask)
+            && self
+                .asks
+                .get(ask)
+                .is_some_and(|x| x.app == app && std::sync::Arc::ptr_eq(&x.key, &a.id))
+        {
+            return Some(ask);
+        }
+        a.asks.get(&a.id).copied()
     }
 
     /// True when nothing pending could use the node's remainder: no pending

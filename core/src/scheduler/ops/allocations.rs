@@ -299,6 +299,25 @@ impl Partition {
         meta: AllocMeta,
         now: u64,
     ) -> AllocId {
+        let alloc = self.record_allocation(app, ask, node, id.clone(), resource, meta, now);
+        self.alloc_by_id.insert(id, alloc);
+        alloc
+    }
+
+    /// Records an allocation and its usage, but not under its id in
+    /// `alloc_by_id`: the caller put it there already (under
+    /// `self.allocs.vacant_key()`, the number this gives it).
+    #[allow(clippy::too_many_arguments)] // one per part of the record
+    pub(crate) fn record_allocation(
+        &mut self,
+        app: AppId,
+        ask: AskId,
+        node: NodeId,
+        id: Arc<str>,
+        resource: Arc<Resource>,
+        meta: AllocMeta,
+        now: u64,
+    ) -> AllocId {
         self.add_usage(app, node, &resource, meta.placeholder);
         let key = self.asks[ask].key.clone();
         let alloc = self.allocs.insert(Allocation {
@@ -316,7 +335,6 @@ impl Partition {
             node_slot: self.nodes[node].allocations.len(),
             releasing: None,
         });
-        self.alloc_by_id.insert(id, alloc);
         let a = &mut self.apps[app];
         self.asks[ask].allocs.push(alloc);
         a.allocation_count += 1;
