@@ -271,7 +271,7 @@ impl Master {
         }
         let mut remaining = Resources::default();
         for o in &offers {
-            remaining.add(&o.resources);
+            remaining.add(&o.resources.allocated(&o.role));
         }
         let mut launches: Vec<PendingLaunch> = Vec::new();
         let mut pools_changed = false;

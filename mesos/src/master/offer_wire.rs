@@ -39,10 +39,11 @@ pub(super) struct OfferView<'a, R> {
     pub role: &'a str,
 }
 
-/// One resource of an offer, allocated to the offer's role.
+/// One resource of an offer, written allocated to the offer's role.
 #[derive(Clone, Copy)]
 pub(super) enum WireResource<'a> {
-    /// An entry of the books (its allocation in it).
+    /// An entry of the books: an offer keeps its resources unallocated,
+    /// beside its role (`Offer::resources`).
     Entry(&'a v1::Resource),
     /// A plain scalar of an agent's brief (`plain.rs`), allocated to the
     /// offer's role: written as the entry it stands for would be.
@@ -143,17 +144,17 @@ impl Writer<'_> {
     /// writes it.
     fn resource(&mut self, r: WireResource<'_>, role: &str) {
         match r {
-            WireResource::Plain(p) => self.plain(p.name, p.value, Some(role)),
+            WireResource::Plain(p) => self.plain(p.name, p.value, role),
             WireResource::Entry(r) => match plain_scalar(r) {
-                Some((value, role)) => self.plain(&r.name, value, role),
-                None => self.message(5, r),
+                Some(value) => self.plain(&r.name, value, role),
+                None => self.message(5, &allocated(r, role)),
             },
         }
     }
 
     /// A plain scalar as field 5: name (1), type (2), scalar (3, a double
     /// at 1) and allocation info (11, its role at 1).
-    fn plain(&mut self, name: &str, value: f64, role: Option<&str>) {
+    fn plain(&mut self, name: &str, value: f64, role: &str) {
         self.byte(key(5, LENGTH_DELIMITED));
         self.varint(plain_scalar_len(name, role) as u64);
         self.string(1, name);
@@ -166,13 +167,8 @@ impl Writer<'_> {
         ]);
         self.bytes(&value.to_le_bytes());
         self.byte(key(11, LENGTH_DELIMITED));
-        match role {
-            Some(role) => {
-                self.varint(field_len(role.len()) as u64);
-                self.string(1, role);
-            }
-            None => self.byte(0),
-        }
+        self.varint(field_len(role.len()) as u64);
+        self.string(1, role);
     }
 }
 
@@ -196,30 +192,43 @@ fn wrapped_len(s: &str) -> usize {
     field_len(field_len(s.len()))
 }
 
-/// A scalar with nothing but a name and an allocation (an agent's plain
-/// cpus or mem): its value and allocation role, else `None`.
-fn plain_scalar(r: &v1::Resource) -> Option<(f64, Option<&str>)> {
+/// A scalar with nothing but a name (and perhaps an allocation, which the
+/// offer's role replaces): an agent's plain cpus or mem. Its value, else
+/// `None`.
+fn plain_scalar(r: &v1::Resource) -> Option<f64> {
     if !super::plain::is_plain_scalar(r) {
         return None;
     }
-    let scalar = r.scalar.as_ref()?;
-    let info = r.allocation_info.as_ref()?;
-    Some((scalar.value, info.role.as_deref()))
+    Some(r.scalar.as_ref()?.value)
+}
+
+/// An entry as the offer carries it: allocated to `role`.
+fn allocated(r: &v1::Resource, role: &str) -> v1::Resource {
+    v1::Resource {
+        allocation_info: Some(v1::resource::AllocationInfo {
+            role: Some(role.to_string()),
+        }),
+        ..r.clone()
+    }
 }
 
 /// The body length of a plain scalar resource: name (1), type (2),
 /// scalar (3, a double at 1) and allocation info (11, its role at 1).
-fn plain_scalar_len(name: &str, role: Option<&str>) -> usize {
-    field_len(name.len()) + 2 + field_len(9) + field_len(role.map_or(0, |r| field_len(r.len())))
+fn plain_scalar_len(name: &str, role: &str) -> usize {
+    field_len(name.len()) + 2 + field_len(9) + wrapped_len(role)
 }
 
 /// Length of a resource as field 5 of an offer allocated to `role`.
 fn resource_len(r: WireResource<'_>, role: &str) -> usize {
     match r {
-        WireResource::Plain(p) => field_len(plain_scalar_len(p.name, Some(role))),
+        WireResource::Plain(p) => field_len(plain_scalar_len(p.name, role)),
         WireResource::Entry(r) => match plain_scalar(r) {
-            Some((_, role)) => field_len(plain_scalar_len(&r.name, role)),
-            None => message::encoded_len(5, r),
+            Some(_) => field_len(plain_scalar_len(&r.name, role)),
+            // An unallocated entry gains its allocation (field 11).
+            None if r.allocation_info.is_none() => {
+                field_len(prost::Message::encoded_len(r) + wrapped_len(role))
+            }
+            None => message::encoded_len(5, &allocated(r, role)),
         },
     }
 }
@@ -302,7 +311,7 @@ mod tests {
     /// The resource an item of a view stands for, allocated to `role`.
     fn as_resource(r: WireResource<'_>, role: &str) -> v1::Resource {
         match r {
-            WireResource::Entry(r) => r.clone(),
+            WireResource::Entry(r) => allocated(r, role),
             WireResource::Plain(p) => v1::Resource {
                 name: p.name.to_string(),
                 r#type: v1::value::Type::Scalar as i32,
@@ -352,13 +361,14 @@ mod tests {
 
     #[test]
     fn an_offers_event_is_what_prost_writes_for_the_same_offers() {
-        let mut plain =
+        // The books' entries are unallocated; an allocation an entry
+        // carries all the same (here: to another role, or to none) gives
+        // way to the offer's role.
+        let plain =
             Resources::parse("cpus:8;mem:4096;ports:[31000-31005,32000-32000]").expect("parses");
-        plain.allocate("web");
         let mut reserved = Resources::parse("cpus(db):1.5;disk(db):100").expect("parses");
-        reserved.allocate("db/x");
+        reserved.allocate("db/y");
         let mut plain = plain.to_vec();
-        // An allocation with no role is written as an empty message.
         let mut no_role = plain[0].clone();
         no_role.allocation_info = Some(v1::resource::AllocationInfo { role: None });
         plain.push(no_role);

@@ -337,7 +337,7 @@ impl Master {
         // The whole of a plain default pool (most leases of a run) moves
         // without its entries being read; the offer is encoded from the
         // brief (`plain.rs`).
-        let (mut resources, brief) = match (*pool == DEFAULT_POOL)
+        let (resources, brief) = match (*pool == DEFAULT_POOL)
             .then(|| agent.take_all_plain(granted))
             .flatten()
         {
@@ -348,7 +348,6 @@ impl Master {
             core.release_lease(&lease);
             return None;
         }
-        resources.allocate(role);
         let run = open.run;
         if agent.run_parts.0 != run {
             agent.run_parts = (run, Default::default());

@@ -144,13 +144,14 @@ impl Master {
             .iter()
             .filter_map(|&n| self.offers.get_number(n))
             .map(|o| {
-                offered.add(&o.resources);
+                let resources = o.resources.allocated(&o.role);
+                offered.add(&resources);
                 json!({
                     "id": self.offers.id_of(o.number),
                     "framework_id": &*o.framework,
                     "allocation_info": {"role": &*o.role},
                     "slave_id": &*o.agent,
-                    "resources": resources_json(&o.resources),
+                    "resources": resources_json(&resources),
                 })
             })
             .collect();

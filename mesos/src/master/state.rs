@@ -238,7 +238,9 @@ pub struct Offer {
     pub agent: Arc<str>,
     /// The core allocations (leases, one per pool of the agent) behind it.
     pub leases: Vec<Arc<str>>,
-    /// What it offers.
+    /// What it offers, unallocated: the offer carries it allocated to
+    /// `role` (on the wire, in `/state`, to an ACCEPT's checks). Made
+    /// allocated, each entry took a copy of the role string per offer.
     pub resources: Resources,
     /// Clock time (ns) it was made.
     pub created: u64,
