@@ -15,6 +15,7 @@ use super::status::nanos;
 use super::stream::StreamEvent;
 use super::units::{app_id, granted_scalar, to_core};
 use crate::resources::Resources;
+use crate::resources::value::Scalar;
 use crate::v1;
 use crate::v1::scheduler::{Event, event};
 
@@ -108,6 +109,29 @@ pub(super) struct OpenRun {
     per_framework: usize,
     /// Where each new offer's id is written before it is encoded.
     id: String,
+    /// What the current grant gives of the well-known names.
+    grants: GrantMemo,
+}
+
+/// What a grant (a lease's resource map, one shared by the leases of one
+/// size) gives of each well-known plain name (`plain::KNOWN`), in Mesos
+/// units: worked out once per grant, not once per name and lease.
+#[derive(Default)]
+struct GrantMemo {
+    /// The grant, held so that its address is not reused while it is
+    /// compared against.
+    grant: Option<Arc<si::Resource>>,
+    known: [Option<Scalar>; 4],
+}
+
+impl GrantMemo {
+    fn known(&mut self, grant: &Arc<si::Resource>) -> [Option<Scalar>; 4] {
+        if !self.grant.as_ref().is_some_and(|g| Arc::ptr_eq(g, grant)) {
+            self.known = super::plain::KNOWN.map(|name| granted_scalar(grant, name));
+            self.grant = Some(grant.clone());
+        }
+        self.known
+    }
 }
 
 /// A framework's offers of one run: its OFFERS event to be, encoded as the
@@ -180,6 +204,7 @@ impl Master {
                     received,
                     per_framework: agents.div_ceil(self.frameworks.len().max(1)).clamp(1, 64),
                     id: String::new(),
+                    grants: GrantMemo::default(),
                 }
             }
         };
@@ -333,7 +358,11 @@ impl Master {
             return None;
         };
         let grant = &*lease.resource;
-        let granted = |name: &str| granted_scalar(grant, name);
+        let known = open.grants.known(&lease.resource);
+        let granted = |name: &str| match super::plain::known_index(name) {
+            Some(i) => known[i],
+            None => granted_scalar(grant, name),
+        };
         // The whole of a plain default pool (most leases of a run) moves
         // without its entries being read; the offer is encoded from the
         // brief (`plain.rs`).

@@ -38,7 +38,12 @@ pub struct PlainScalar {
 pub type PlainFree = SmallVec<[PlainScalar; 4]>;
 
 /// The scalar names a brief can hold: those of nearly every agent.
-const KNOWN: [&str; 4] = ["cpus", "mem", "disk", "gpus"];
+pub const KNOWN: [&str; 4] = ["cpus", "mem", "disk", "gpus"];
+
+/// Where `name` is in [`KNOWN`].
+pub fn known_index(name: &str) -> Option<usize> {
+    KNOWN.iter().position(|k| *k == name)
+}
 
 /// The brief of `free`, or `None` when an entry is anything but a plain
 /// scalar of a known name (or a name repeats, which a normalised collection
