@@ -177,12 +177,13 @@ pub fn run(
             .block_on(master.query(unisched_mesos::master::report::Query::Metrics))
             .unwrap_or_default();
         eprintln!(
-            "w4 through the front end: {:.2} ms in all, {:.2} ms of it turning leases into offers; {} frameworks got offers, in {} allocation runs",
+            "w4 through the front end: {:.2} ms in all, {:.2} ms of it turning leases into offers, the first framework's offers in hand at {:.2} ms; {} frameworks got offers, in {} allocation runs",
             elapsed.as_secs_f64() * 1000.0,
             metrics
                 .get("allocator/mesos/allocation_run_ms")
                 .copied()
                 .unwrap_or(0.0),
+            latencies.first().map_or(0.0, |d| d.as_secs_f64() * 1000.0),
             received.len(),
             metrics
                 .get("allocator/mesos/allocation_runs")
