@@ -414,3 +414,78 @@ fn a_batch_of_revives_is_one_request_and_one_run() {
         assert_eq!(offers, 1, "each framework is offered one agent");
     }
 }
+
+/// An offer keeps its resources unallocated beside its role: on the wire
+/// every resource is allocated to the offer's role, `/state` shows the
+/// offer's role and amounts, and both name the offer by the same id. An id of this master's form that is not
+/// written as the master writes ids (a leading zero) names no offer: a
+/// DECLINE of it leaves the offer standing.
+#[test]
+fn an_offer_is_allocated_to_its_role_and_known_by_its_id_alone() {
+    use unisched_mesos::master::report::Query;
+    let w = World::start(None);
+    let (stream, mut rx) = w.subscribe();
+    w.add_agent(Arc::new(Recorder::default()));
+    w.quiesce();
+    let events = drain(&mut rx);
+    let framework = events[0].subscribed.as_ref().unwrap().framework_id.clone();
+    let offer = events
+        .iter()
+        .find_map(|e| e.offers.as_ref())
+        .map(|o| o.offers[0].clone())
+        .unwrap();
+    assert!(!offer.resources.is_empty());
+    for r in &offer.resources {
+        assert_eq!(
+            r.allocation_info.as_ref().and_then(|a| a.role.as_deref()),
+            Some("*"),
+            "{r:?}"
+        );
+    }
+    let live = |w: &World| {
+        w.runtime
+            .block_on(w.master.query(Query::LiveState))
+            .unwrap()
+    };
+    let state = live(&w);
+    let shown = &state["frameworks"][0]["offers"];
+    assert_eq!(shown.as_array().map(Vec::len), Some(1), "{state}");
+    assert_eq!(shown[0]["id"], offer.id.value.as_str(), "{state}");
+    assert_eq!(shown[0]["allocation_info"]["role"], "*", "{state}");
+    assert_eq!(shown[0]["resources"]["cpus"], 2.0, "{state}");
+    assert_eq!(shown[0]["resources"]["mem"], 1024.0, "{state}");
+    // `<master id>-O<n>` with a leading zero is not this offer's id.
+    let (prefix, number) = offer.id.value.rsplit_once("-O").unwrap();
+    let padded = v1::OfferId {
+        value: format!("{prefix}-O0{number}"),
+    };
+    let decline = |id: v1::OfferId| Call {
+        framework_id: Some(framework.clone()),
+        r#type: Some(call::Type::Decline as i32),
+        decline: Some(call::Decline {
+            offer_ids: vec![id],
+            filters: None,
+        }),
+        ..Default::default()
+    };
+    w.runtime
+        .block_on(w.master.call(decline(padded), Some(stream.clone())))
+        .unwrap();
+    w.sync();
+    let state = live(&w);
+    assert_eq!(
+        state["frameworks"][0]["offers"].as_array().map(Vec::len),
+        Some(1),
+        "{state}"
+    );
+    w.runtime
+        .block_on(w.master.call(decline(offer.id.clone()), Some(stream)))
+        .unwrap();
+    w.sync();
+    let state = live(&w);
+    assert_eq!(
+        state["frameworks"][0]["offers"].as_array().map(Vec::len),
+        Some(0),
+        "{state}"
+    );
+}
