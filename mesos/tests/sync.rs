@@ -94,6 +94,20 @@ impl World {
         )
     }
 
+    /// Lets the core and the master settle, then reads a fresh
+    /// subscription's events: its framework id and its first offer.
+    fn first_offer(&self, rx: &mut EventReceiver) -> (v1::FrameworkId, v1::Offer) {
+        self.quiesce();
+        let events = drain(rx);
+        let framework = events[0].subscribed.as_ref().unwrap().framework_id.clone();
+        let offer = events
+            .iter()
+            .find_map(|e| e.offers.as_ref())
+            .map(|o| o.offers[0].clone())
+            .unwrap();
+        (framework, offer)
+    }
+
     fn add_agent(&self, backend: Arc<Recorder>) -> String {
         let spec = AgentSpec {
             hostname: "a1".into(),
@@ -165,14 +179,7 @@ fn launch_one(id_seed: Option<u64>) -> (String, String, Vec<u8>) {
     let (stream, mut rx) = w.subscribe();
     let backend = Arc::new(Recorder::default());
     let agent = w.add_agent(backend.clone());
-    w.quiesce();
-    let events = drain(&mut rx);
-    let framework = events[0].subscribed.as_ref().unwrap().framework_id.clone();
-    let offer = events
-        .iter()
-        .find_map(|e| e.offers.as_ref())
-        .map(|o| o.offers[0].clone())
-        .unwrap();
+    let (framework, offer) = w.first_offer(&mut rx);
     let task = v1::TaskInfo {
         name: "t".into(),
         task_id: v1::TaskId { value: "t1".into() },
@@ -426,14 +433,7 @@ fn an_offer_is_allocated_to_its_role_and_known_by_its_id_alone() {
     let w = World::start(None);
     let (stream, mut rx) = w.subscribe();
     w.add_agent(Arc::new(Recorder::default()));
-    w.quiesce();
-    let events = drain(&mut rx);
-    let framework = events[0].subscribed.as_ref().unwrap().framework_id.clone();
-    let offer = events
-        .iter()
-        .find_map(|e| e.offers.as_ref())
-        .map(|o| o.offers[0].clone())
-        .unwrap();
+    let (framework, offer) = w.first_offer(&mut rx);
     assert!(!offer.resources.is_empty());
     for r in &offer.resources {
         assert_eq!(
