@@ -279,7 +279,8 @@ impl Partition {
             tags: alloc.allocation_tags.into_iter().collect(),
         };
         let placeholder = meta.placeholder;
-        self.insert_allocation(app, ask, node, id, size, meta, now);
+        let alloc = self.record_allocation(app, ask, node, id.clone(), size, meta, now);
+        self.alloc_by_id.insert(id, alloc);
         if self.asks[ask].placeholder {
             self.sync_placeholder_count(ask, now);
         }
@@ -287,26 +288,10 @@ impl Partition {
         self.rekey_app(app);
     }
 
-    /// Records an allocation and its usage.
-    #[allow(clippy::too_many_arguments)] // one per part of the record
-    pub fn insert_allocation(
-        &mut self,
-        app: AppId,
-        ask: AskId,
-        node: NodeId,
-        id: Arc<str>,
-        resource: Arc<Resource>,
-        meta: AllocMeta,
-        now: u64,
-    ) -> AllocId {
-        let alloc = self.record_allocation(app, ask, node, id.clone(), resource, meta, now);
-        self.alloc_by_id.insert(id, alloc);
-        alloc
-    }
-
-    /// Records an allocation and its usage, but not under its id in
-    /// `alloc_by_id`: the caller put it there already (under
-    /// `self.allocs.vacant_key()`, the number this gives it).
+    /// Records an allocation and its usage. Not under its id in
+    /// `alloc_by_id`: the caller puts it there (a new allocation's id goes
+    /// in as it is found free, under `self.allocs.vacant_key()`, the number
+    /// this gives the record).
     #[allow(clippy::too_many_arguments)] // one per part of the record
     pub(crate) fn record_allocation(
         &mut self,
