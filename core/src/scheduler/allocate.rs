@@ -148,6 +148,7 @@ impl Partition {
     pub fn schedule(&mut self, ctx: &mut PassContext<'_>) -> usize {
         self.now = ctx.now;
         self.sync_lanes();
+        tracing::trace!(target: "unisched::timeline", dirty = self.dirty_apps.len(), "core: a pass starts");
         self.refresh_shares();
         self.rekey_dirty();
         self.recheck_exhausted();
@@ -192,7 +193,9 @@ impl Partition {
             }
             self.try_reserved_ask(ask, ctx);
         }
+        tracing::trace!(target: "unisched::timeline", "core: the pass walks the queues");
         while ctx.made < ctx.budget && self.pick_from(ROOT, ctx) {}
+        tracing::trace!(target: "unisched::timeline", made = ctx.made, "core: the walk ends");
         self.expire_blocked_reservations(ctx);
         self.unpark_all();
         if std::mem::take(&mut ctx.rerun) && ctx.made < ctx.budget {

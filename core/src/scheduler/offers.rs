@@ -301,6 +301,7 @@ impl Filter {
 impl Partition {
     /// Applies an offer request.
     pub(super) fn apply_offers(&mut self, changes: Vec<PreparedChange>, now: u64) {
+        tracing::trace!(target: "unisched::timeline", changes = changes.len(), "core: offer changes");
         for change in changes {
             match change {
                 PreparedChange::Policy(Ok(min)) => {
@@ -640,6 +641,7 @@ impl Partition {
                     && let Some(send) = ctx.send_part.as_mut()
                 {
                     self.parts_sent = self.parts_sent.saturating_add(1);
+                    tracing::trace!(target: "unisched::timeline", part = self.parts_sent, "core: a part of the run goes out");
                     send(std::mem::take(&mut self.outbox));
                     // The next part's room at once, not by doubling.
                     self.outbox

@@ -692,12 +692,14 @@ impl state::Master {
         let input = match input {
             Input::Shutdown => return true,
             Input::Batch(inputs) => {
+                tracing::trace!(target: "unisched::timeline", inputs = inputs.len(), "master: a batch of inputs");
                 // Each in turn, as if each had come on its own in this
                 // batch (a Shutdown among them stops after the batch).
                 let mut stop = false;
                 for input in inputs {
                     stop |= self.take_input(input, deferred);
                 }
+                tracing::trace!(target: "unisched::timeline", "master: the batch is applied");
                 return stop;
             }
             input => input,
@@ -740,7 +742,7 @@ impl state::Master {
                 stream_id,
                 reply,
             } => {
-                let outcome = self.call(*call, stream_id);
+                let outcome = self.call(call, stream_id);
                 let _ = reply.send(outcome);
             }
             Input::StreamClosed {

@@ -215,6 +215,7 @@ impl Master {
         // hold where this run keeps their offers (`run_parts`, `offer_run`,
         // valid for this run's number), so no map keyed by their long ids
         // is built per run.
+        tracing::trace!(target: "unisched::timeline", leases = new.len(), partial, "master: leases of an allocation run");
         self.offers.reserve(new.len());
         self.offer_by_lease.reserve(new.len());
         for lease in new {
@@ -267,6 +268,7 @@ impl Master {
                 StreamEvent::Encoded(offer_wire::offers_event(body)),
             );
         }
+        tracing::trace!(target: "unisched::timeline", run = self.counters.allocation_runs, "master: the run's OFFERS events are sent");
         for released in &late {
             self.core_released(released);
         }
@@ -599,65 +601,61 @@ impl Master {
         }
     }
 
-    /// The roles a REVIVE or SUPPRESS names (all of the framework's when
-    /// empty), and those it names that the framework does not have.
-    fn named_roles(&self, framework: &str, roles: Vec<String>) -> Vec<String> {
-        let all = &self.frameworks[framework].roles;
-        if roles.is_empty() {
-            return all.clone();
-        }
-        roles
-            .into_iter()
-            .filter(|r| {
-                let known = all.contains(r);
-                if !known {
-                    tracing::warn!(%framework, role = %r, "ignoring a role the framework is not subscribed to");
-                }
-                known
-            })
-            .collect()
-    }
-
     /// REVIVE: the roles want offers again, their filters are gone.
     pub(super) fn revive(&mut self, framework: &str, roles: Vec<String>) {
-        let roles = self.named_roles(framework, roles);
-        let mut changes = Vec::new();
-        for role in roles {
-            self.frameworks
-                .get_mut(framework)
-                .expect("framework exists")
-                .suppressed
-                .remove(&role);
-            let app = app_id(framework, &role);
-            changes.push(OfferChange::ClearFilters {
-                application_id: app.clone(),
-            });
-            changes.push(OfferChange::Demand {
-                application_id: app,
-                active: true,
-            });
-        }
-        // Mesos allocates at once after a REVIVE.
-        changes.push(OfferChange::Allocate);
+        let changes = self.set_suppressed(framework, &roles, false);
         self.core.offers(changes);
     }
 
     /// SUPPRESS: no new offers for the roles; outstanding ones stay valid.
     pub(super) fn suppress(&mut self, framework: &str, roles: Vec<String>) {
-        let roles = self.named_roles(framework, roles);
+        let changes = self.set_suppressed(framework, &roles, true);
+        self.core.offers(changes);
+    }
+
+    /// Marks the roles a REVIVE or SUPPRESS names (all of the framework's
+    /// when it names none; a role the framework does not have is ignored
+    /// with a warning) suppressed or not; returns the changes for the core:
+    /// demand, and for a REVIVE the filters cleared and a run at once, as
+    /// Mesos allocates after a REVIVE. The framework is looked up once and
+    /// no role is copied: a run of W4 starts with a thousand REVIVEs.
+    fn set_suppressed(
+        &mut self,
+        framework: &str,
+        named: &[String],
+        suppress: bool,
+    ) -> Vec<OfferChange> {
         let mut changes = Vec::new();
-        for role in roles {
-            self.frameworks
-                .get_mut(framework)
-                .expect("framework exists")
-                .suppressed
-                .insert(role.clone());
+        let Some(f) = self.frameworks.get_mut(framework) else {
+            return changes;
+        };
+        for role in named.iter().filter(|r| !f.roles.contains(r)) {
+            tracing::warn!(%framework, %role, "ignoring a role the framework is not subscribed to");
+        }
+        let roles = if named.is_empty() {
+            &f.roles[..]
+        } else {
+            named
+        };
+        for role in roles.iter().filter(|r| f.roles.contains(r)) {
+            let app = app_id(framework, role);
+            if suppress {
+                f.suppressed.insert(role.clone());
+            } else {
+                f.suppressed.remove(role);
+                changes.push(OfferChange::ClearFilters {
+                    application_id: app.clone(),
+                });
+            }
             changes.push(OfferChange::Demand {
-                application_id: app_id(framework, &role),
-                active: false,
+                application_id: app,
+                active: !suppress,
             });
         }
-        self.core.offers(changes);
+        if !suppress {
+            changes.push(OfferChange::Allocate);
+        }
+        changes
     }
 
     /// An offer's timeout passed: rescinded, no filter.

@@ -447,11 +447,14 @@ impl CoreLink {
                     .scheduler
                     .update_application(si::ApplicationRequest { rm_id, ..r }),
                 CoreRequest::Nodes(r) => self.scheduler.update_node(si::NodeRequest { rm_id, ..r }),
-                CoreRequest::Offers(changes) => self.scheduler.update_offers(OfferRequest {
-                    rm_id,
-                    partition_name: self.partition.clone(),
-                    changes,
-                }),
+                CoreRequest::Offers(changes) => {
+                    tracing::trace!(target: "unisched::timeline", changes = changes.len(), "master: offer changes go to the core");
+                    self.scheduler.update_offers(OfferRequest {
+                        rm_id,
+                        partition_name: self.partition.clone(),
+                        changes,
+                    })
+                }
                 CoreRequest::Allocations(r) => self
                     .scheduler
                     .update_allocation(si::AllocationRequest { rm_id, ..r }),
