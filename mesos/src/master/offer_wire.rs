@@ -7,7 +7,8 @@
 //! encoded into it as it is made, from borrowed ids and the books' own
 //! resources, with the bytes prost would write for the same `v1::Offer`
 //! (fields in tag order; a test pins this byte for byte). The event goes
-//! down the stream as [`StreamEvent::Encoded`](super::stream::StreamEvent).
+//! down the stream as [`StreamEvent::Encoded`](super::stream::StreamEvent)
+//! (`StreamEvent::offers`, with the number of offers written).
 
 use bytes::Bytes;
 use prost::encoding::{encoded_len_varint, message};
@@ -480,7 +481,8 @@ mod tests {
                 ..Default::default()
             };
             assert_eq!(&bytes[..], &expected.encode_to_vec()[..], "{n} offers");
-            let event = super::super::StreamEvent::Encoded(bytes.clone());
+            assert_eq!(super::super::stream::count_offers(&bytes), Some(n));
+            let event = super::super::StreamEvent::offers(bytes.clone(), n);
             assert_eq!(event.offer_count(), n);
             assert_eq!(event.clone().into_event(), expected);
             assert_eq!(
@@ -511,8 +513,7 @@ mod tests {
             push_offer(&mut body, &view);
         }
         let bytes = offers_event(body);
-        let event = super::super::StreamEvent::Encoded(bytes.clone());
-        assert_eq!(event.offer_count(), 400);
+        assert_eq!(super::super::stream::count_offers(&bytes), Some(400));
         let decoded = Event::decode(bytes).expect("decodes");
         assert_eq!(decoded.offers.expect("offers").offers.len(), 400);
     }

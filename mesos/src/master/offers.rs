@@ -250,6 +250,7 @@ impl Master {
             received,
             ..
         } = open;
+        tracing::trace!(target: "unisched::timeline", events = events.len(), "master: the run's offers are made");
         // One OFFERS event per framework, sent in the order of their ids.
         events.sort_unstable_by(|a, b| a.framework.cmp(&b.framework));
         for RunOffers {
@@ -259,13 +260,14 @@ impl Master {
             stale,
         } in events
         {
-            self.counters.offers_sent += offers.len() as u64;
+            let mut count = offers.len();
             if stale {
-                body = self.encode_offers(&offers);
+                (body, count) = self.encode_offers(&offers);
             }
+            self.counters.offers_sent += count as u64;
             self.send(
                 &framework,
-                StreamEvent::Encoded(offer_wire::offers_event(body)),
+                StreamEvent::offers(offer_wire::offers_event(body), count),
             );
         }
         tracing::trace!(target: "unisched::timeline", run = self.counters.allocation_runs, "master: the run's OFFERS events are sent");
@@ -459,10 +461,11 @@ impl Master {
     }
 
     /// The `offers` of an OFFERS event of these offers, encoded from the
-    /// books (offers no longer there are left out).
-    fn encode_offers(&self, numbers: &[u64]) -> Vec<u8> {
+    /// books (offers no longer there are left out), and how many it holds.
+    fn encode_offers(&self, numbers: &[u64]) -> (Vec<u8>, usize) {
         let mut body = offer_wire::new_body(numbers.len() * OFFER_BYTES);
         let mut id = String::new();
+        let mut count = 0;
         for &number in numbers {
             let Some(offer) = self.offers.get_number(number) else {
                 continue;
@@ -479,8 +482,9 @@ impl Master {
                 offer.resources.iter().map(WireResource::Entry),
                 &offer.role,
             );
+            count += 1;
         }
-        body
+        (body, count)
     }
 
     /// Takes an offer out of the books, its resources back to its agent's

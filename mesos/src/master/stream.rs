@@ -25,8 +25,15 @@ pub enum StreamEvent {
     /// An event as a message (boxed: an `Event` is a kilobyte, most of
     /// it options, and channels hold their items inline).
     Message(Box<Event>),
-    /// An `Event` already encoded as protobuf (an allocation run's OFFERS).
-    Encoded(Bytes),
+    /// An `Event` already encoded as protobuf (an allocation run's OFFERS),
+    /// with the number of offers it holds (made by [`StreamEvent::offers`]).
+    Encoded {
+        /// The encoded event.
+        bytes: Bytes,
+        /// How many offers it holds: the master counts them as it writes
+        /// them, so a reader that wants the number need not walk the bytes.
+        offers: usize,
+    },
 }
 
 impl From<Event> for StreamEvent {
@@ -36,13 +43,24 @@ impl From<Event> for StreamEvent {
 }
 
 impl StreamEvent {
+    /// An encoded OFFERS event of `offers` offers. Builds with debug
+    /// assertions (the tests) check the count against the bytes.
+    pub fn offers(bytes: Bytes, offers: usize) -> Self {
+        debug_assert_eq!(
+            count_offers(&bytes),
+            Some(offers),
+            "an encoded event holds as many offers as it says"
+        );
+        StreamEvent::Encoded { bytes, offers }
+    }
+
     /// The event as a message (an encoded one decoded). The master only
     /// encodes what decodes; were that ever broken, the subscriber gets an
     /// ERROR event saying so instead of a panic.
     pub fn into_event(self) -> Event {
         match self {
             StreamEvent::Message(event) => *event,
-            StreamEvent::Encoded(bytes) => Event::decode(bytes).unwrap_or_else(|e| Event {
+            StreamEvent::Encoded { bytes, .. } => Event::decode(bytes).unwrap_or_else(|e| Event {
                 r#type: Some(event::Type::Error as i32),
                 error: Some(event::Error {
                     message: format!("the master sent an event that does not decode: {e}"),
@@ -57,19 +75,19 @@ impl StreamEvent {
     pub fn encode(&self, accept: ContentType) -> Vec<u8> {
         match (self, accept) {
             (StreamEvent::Message(event), _) => crate::codec::encode(&**event, accept),
-            (StreamEvent::Encoded(bytes), ContentType::Protobuf) => bytes.to_vec(),
-            (StreamEvent::Encoded(bytes), ContentType::Json) => {
+            (StreamEvent::Encoded { bytes, .. }, ContentType::Protobuf) => bytes.to_vec(),
+            (StreamEvent::Encoded { bytes, .. }, ContentType::Json) => {
                 crate::codec::encode_json_wire(&Event::default().descriptor(), bytes)
             }
         }
     }
 
-    /// The number of offers an OFFERS event holds (0 for other events), read
-    /// off the wire for an encoded one without decoding the offers.
+    /// The number of offers an OFFERS event holds (0 for other events),
+    /// without reading an encoded one's bytes.
     pub fn offer_count(&self) -> usize {
         match self {
             StreamEvent::Message(event) => event.offers.as_ref().map_or(0, |o| o.offers.len()),
-            StreamEvent::Encoded(bytes) => count_offers(bytes).unwrap_or(0),
+            StreamEvent::Encoded { offers, .. } => *offers,
         }
     }
 
@@ -77,14 +95,15 @@ impl StreamEvent {
     pub fn subscribed(&self) -> Option<&event::Subscribed> {
         match self {
             StreamEvent::Message(event) => event.subscribed.as_ref(),
-            StreamEvent::Encoded(_) => None,
+            StreamEvent::Encoded { .. } => None,
         }
     }
 }
 
 /// Counts the entries of `Event.offers.offers` in an encoded event by
-/// walking its fields (`None` when it does not parse).
-fn count_offers(mut bytes: &[u8]) -> Option<usize> {
+/// walking its fields (`None` when it does not parse): the check of
+/// [`StreamEvent::offers`] in builds with debug assertions.
+pub(super) fn count_offers(mut bytes: &[u8]) -> Option<usize> {
     use prost::encoding::{WireType, decode_key, decode_varint};
     /// Skips a field of this wire type; the length of a length-delimited one.
     fn skip(wire: WireType, bytes: &mut &[u8]) -> Option<()> {
