@@ -347,10 +347,25 @@ fn a_release_during_an_open_run_rescinds_after_the_offers_event() {
 /// an agent (as W4 needs all its frameworks in one run).
 #[test]
 fn a_batch_of_revives_is_one_request_and_one_run() {
+    revive_batch(3);
+}
+
+/// A batch longer than `FLUSH_AHEAD` sends its changes to the core in
+/// parts as it goes, and still makes one allocation run over all of its
+/// frameworks: the run waits for the batch's end.
+#[test]
+fn a_long_batch_of_revives_goes_ahead_in_parts_and_is_one_run() {
+    revive_batch(2 * unisched_mesos::master::FLUSH_AHEAD + 3);
+}
+
+/// `n` suppressed frameworks and `n` agents; the frameworks' REVIVEs in one
+/// batch: one request to the core per `FLUSH_AHEAD` calls begun, one run,
+/// one agent offered to each framework.
+fn revive_batch(n: usize) {
     use unisched_mesos::master::report::Query;
     let w = World::start(None);
     let mut frameworks = Vec::new();
-    for _ in 0..3 {
+    for _ in 0..n {
         let (stream, rx) = w.master.subscribe(
             call::Subscribe {
                 framework_info: v1::FrameworkInfo {
@@ -365,7 +380,7 @@ fn a_batch_of_revives_is_one_request_and_one_run() {
         );
         frameworks.push((stream, rx));
     }
-    for _ in 0..3 {
+    for _ in 0..n {
         w.add_agent(Arc::new(Recorder::default()));
     }
     w.quiesce();
@@ -404,8 +419,9 @@ fn a_batch_of_revives_is_one_request_and_one_run() {
     assert!(w.master.send_batch(batch));
     assert_eq!(
         w.sync(),
-        before + 1,
-        "one request to the core for the batch"
+        before + n.div_ceil(unisched_mesos::master::FLUSH_AHEAD) as u64,
+        "one request to the core per {} calls begun",
+        unisched_mesos::master::FLUSH_AHEAD
     );
     for answer in replies {
         assert!(w.runtime.block_on(answer).unwrap().is_ok());

@@ -614,6 +614,10 @@ impl MasterHandle {
     }
 }
 
+/// Inputs of a batch after which what they queued for the core goes ahead
+/// of the batch's end (`CoreLink::flush_ahead`).
+pub const FLUSH_AHEAD: usize = 256;
+
 /// Most inputs applied before timers and the core get a turn.
 const BATCH: usize = 1024;
 
@@ -695,9 +699,15 @@ impl state::Master {
                 tracing::trace!(target: "unisched::timeline", inputs = inputs.len(), "master: a batch of inputs");
                 // Each in turn, as if each had come on its own in this
                 // batch (a Shutdown among them stops after the batch).
+                // While no run is open, what the inputs queued for the core
+                // goes every `FLUSH_AHEAD` inputs, so the core applies it
+                // while the master takes the rest (a run's thousand REVIVEs).
                 let mut stop = false;
-                for input in inputs {
+                for (i, input) in inputs.into_iter().enumerate() {
                     stop |= self.take_input(input, deferred);
+                    if (i + 1) % FLUSH_AHEAD == 0 && !self.run_open() {
+                        self.core.flush_ahead();
+                    }
                 }
                 tracing::trace!(target: "unisched::timeline", "master: the batch is applied");
                 return stop;

@@ -438,6 +438,27 @@ impl CoreLink {
     }
 
     /// Sends what is queued, in order.
+    /// Sends what is queued so far in the middle of a batch of inputs,
+    /// holding back the allocation run any of it asks for (`Allocate`) until
+    /// the batch's end: the core applies the changes while the master takes
+    /// the rest of the batch, and the run still sees the whole batch.
+    pub fn flush_ahead(&mut self) {
+        let mut allocate = false;
+        for request in &mut self.outbox {
+            if let CoreRequest::Offers(changes) = request {
+                let before = changes.len();
+                changes.retain(|c| !matches!(c, OfferChange::Allocate));
+                allocate |= changes.len() != before;
+            }
+        }
+        self.outbox
+            .retain(|r| !matches!(r, CoreRequest::Offers(changes) if changes.is_empty()));
+        self.flush();
+        if allocate {
+            self.push(CoreRequest::Offers(vec![OfferChange::Allocate]));
+        }
+    }
+
     pub fn flush(&mut self) {
         for request in std::mem::take(&mut self.outbox) {
             self.sent += 1;
