@@ -86,6 +86,15 @@ pub fn offer_run_part_size(sent: u32) -> usize {
     offer_run_part().min(FIRST_OFFER_RUN_PART << sent.min(32))
 }
 
+/// The most leases a part of an offer run holds while `left` nodes are in
+/// the index (at most one lease each to come): a quarter of them, and never
+/// fewer than the first part's. Near its end a run is sent in ever smaller
+/// parts, so what the RM still has to do once the core is done (turning the
+/// last part into offers) is a small part, not one of the largest.
+pub fn offer_run_tail_part(left: usize) -> usize {
+    FIRST_OFFER_RUN_PART.max(left / 4)
+}
+
 impl<'a> PassContext<'a> {
     /// A context for one pass.
     pub fn new(
@@ -783,7 +792,7 @@ mod tests {
     use super::allocation_id;
 
     #[test]
-    fn offer_run_parts_double_from_64_up_to_the_most() {
+    fn offer_run_parts_double_from_64_up_to_the_most_and_shrink_near_the_end() {
         let most = super::offer_run_part();
         let sizes: Vec<usize> = (0..8).map(super::offer_run_part_size).collect();
         let expected: Vec<usize> = [64, 128, 256, 512, 1024, 2048, 4096, 8192]
@@ -792,6 +801,11 @@ mod tests {
             .collect();
         assert_eq!(sizes, expected);
         assert_eq!(super::offer_run_part_size(u32::MAX), most);
+        // Near the end of a run: a quarter of the nodes left, at least 64.
+        assert_eq!(super::offer_run_tail_part(4096), 1024);
+        assert_eq!(super::offer_run_tail_part(1000), 250);
+        assert_eq!(super::offer_run_tail_part(100), 64);
+        assert_eq!(super::offer_run_tail_part(0), 64);
     }
 
     #[test]

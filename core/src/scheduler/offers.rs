@@ -636,7 +636,8 @@ impl Partition {
             (Some(node), Some(offer)) => {
                 self.place_lease(app, node, offer, ctx.now);
                 ctx.made += 1;
-                let part = super::allocate::offer_run_part_size(self.parts_sent);
+                let part = super::allocate::offer_run_part_size(self.parts_sent)
+                    .min(super::allocate::offer_run_tail_part(self.node_index.len()));
                 if self.outbox.placed.len() >= part
                     && let Some(send) = ctx.send_part.as_mut()
                 {
