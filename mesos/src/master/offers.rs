@@ -245,14 +245,16 @@ impl Master {
             return;
         }
         let OpenRun {
-            mut events,
+            events,
             late,
             received,
             ..
         } = open;
         tracing::trace!(target: "unisched::timeline", events = events.len(), "master: the run's offers are made");
-        // One OFFERS event per framework, sent in the order of their ids.
-        events.sort_unstable_by(|a, b| a.framework.cmp(&b.framework));
+        // One OFFERS event per framework, in the order the run first leased
+        // to each (the core's order, as deterministic as the ids' order; each
+        // framework has a stream of its own, so the order across frameworks
+        // shows nowhere). Sorting them by id was a fifth of the run's tail.
         for RunOffers {
             framework,
             mut body,
