@@ -10,13 +10,46 @@
 //! master's form (another prefix, digits with a sign or a leading zero) finds
 //! nothing, as an unknown id would.
 
-use super::state::{FastMap, Offer};
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use super::state::Offer;
+
+/// Hashes an offer number to itself, its low 7 bits copied to the top:
+/// numbers are counted up, so a run's new offers land in consecutive
+/// buckets (written in order, as a vector would be) instead of ten thousand
+/// scattered ones, each a cache miss; hashbrown's 7-bit tag, taken from the
+/// top, still tells neighbours apart. The numbers are the master's own (a
+/// framework's id only ever looks one up), so nobody can choose colliding
+/// ones.
+#[derive(Default)]
+pub(super) struct NumberHasher(u64);
+
+impl Hasher for NumberHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        // Not reached for `u64` keys (`write_u64`); correct for anything.
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n | (n << 57);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A map or set keyed by offer number ([`NumberHasher`]).
+pub(super) type ByNumber = BuildHasherDefault<NumberHasher>;
 
 /// Outstanding offers by number, and the ids they go by.
 pub struct OfferBook {
     /// `<master id>-O`: every id of this master starts so.
     prefix: String,
-    by_number: FastMap<u64, Offer>,
+    by_number: HashMap<u64, Offer, ByNumber>,
 }
 
 impl OfferBook {
@@ -24,7 +57,7 @@ impl OfferBook {
     pub fn new(master_id: &str) -> Self {
         OfferBook {
             prefix: format!("{master_id}-O"),
-            by_number: FastMap::default(),
+            by_number: HashMap::default(),
         }
     }
 
@@ -97,6 +130,18 @@ impl OfferBook {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn consecutive_numbers_hash_to_consecutive_buckets_with_varied_tags() {
+        use std::hash::BuildHasher;
+        let hash = |n: u64| ByNumber::default().hash_one(n);
+        for n in [0u64, 1, 127, 128, 10_000, (1 << 57) - 1] {
+            // The bucket index is the number's low bits, the tag (top 7
+            // bits) its lowest 7.
+            assert_eq!(hash(n) & ((1 << 57) - 1), n, "{n}");
+            assert_eq!(hash(n) >> 57, n & 0x7f, "{n}");
+        }
+    }
 
     #[test]
     fn ids_round_trip_and_foreign_forms_find_nothing() {
