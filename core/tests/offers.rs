@@ -394,6 +394,43 @@ fn accepting_turns_a_lease_into_tasks_atomically() {
     assert_eq!(node.allocation_count, 2);
 }
 
+/// A batch the RM sends in parts under a hold: no allocation run starts
+/// while it is held, not even one already due when the hold began, and the
+/// run at its end sees all of it (both frameworks get an agent; a run after
+/// the first part alone would have given fw1 both).
+#[test]
+fn no_run_sees_part_of_a_held_batch() {
+    let rm = Rm::new(ROLES);
+    rm.framework("fw1", "root.r2");
+    rm.framework("fw2", "root.r3");
+    rm.demand("fw1", false);
+    rm.demand("fw2", false);
+    rm.agents(&[("a", 2000, 1024), ("b", 2000, 1024)]);
+    assert!(rm.leases().is_empty(), "nobody wants offers");
+    rm.offers(vec![
+        OfferChange::Allocate,
+        OfferChange::Hold { held: true },
+        OfferChange::Demand {
+            application_id: "fw1".to_string(),
+            active: true,
+        },
+    ]);
+    assert!(
+        rm.held().is_empty(),
+        "the due run waits for the batch's end"
+    );
+    rm.offers(vec![
+        OfferChange::Demand {
+            application_id: "fw2".to_string(),
+            active: true,
+        },
+        OfferChange::Hold { held: false },
+    ]);
+    assert_eq!(rm.held().len(), 2, "the held run comes at the batch's end");
+    assert_eq!(rm.leases_of("fw1").len(), 1);
+    assert_eq!(rm.leases_of("fw2").len(), 1);
+}
+
 #[test]
 fn suppressed_frameworks_get_no_offers_until_revived() {
     let rm = Rm::new(ROLES);

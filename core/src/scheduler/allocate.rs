@@ -173,7 +173,7 @@ impl Partition {
         if self
             .offers
             .as_ref()
-            .is_some_and(|p| p.run_due && p.active_apps > 0)
+            .is_some_and(|p| p.runs_now() && p.active_apps > 0)
         {
             // An allocation run leases each node in the index at most once
             // (the whole remainder goes to one application).

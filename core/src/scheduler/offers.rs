@@ -110,6 +110,14 @@ pub enum OfferChange {
     },
     /// Makes the next pass an allocation run (offers are made only then).
     Allocate,
+    /// `held: true`: more changes of one batch follow in later requests;
+    /// no allocation run starts (a due one waits) until a request brings
+    /// `held: false`. The RM sends a long batch ahead in parts this way, and
+    /// no run sees part of it.
+    Hold {
+        /// Whether runs wait.
+        held: bool,
+    },
     /// How `node_id` is offered: only to applications of the queue `queue`
     /// or of a queue below it (`None`: to anyone), and with `any_remainder`
     /// whatever its remainder (the minimum does not apply). The terms last
@@ -144,6 +152,7 @@ pub(super) enum PreparedChange {
         app: String,
     },
     Allocate,
+    Hold(bool),
     NodeTerms {
         node: String,
         queue: Option<String>,
@@ -193,6 +202,7 @@ pub(super) fn prepare(names: &ResourceNames, request: OfferRequest) -> PreparedO
                 app: application_id,
             },
             OfferChange::Allocate => PreparedChange::Allocate,
+            OfferChange::Hold { held } => PreparedChange::Hold(held),
             OfferChange::NodeTerms {
                 node_id,
                 queue,
@@ -221,6 +231,9 @@ pub struct OfferPolicy {
     pub active_apps: usize,
     /// The RM asked for an allocation run: the coming pass offers.
     pub run_due: bool,
+    /// The RM is sending a batch in parts ([`OfferChange::Hold`]): a due
+    /// run waits for its end.
+    pub held: bool,
     /// Filter deadlines: (time, application, node).
     timers: BinaryHeap<Reverse<(u64, AppId, NodeId)>>,
     /// Nodes with terms of their own.
@@ -237,6 +250,12 @@ struct NodeTerms {
 }
 
 impl OfferPolicy {
+    /// True when the coming pass is an allocation run: one is due and not
+    /// held back.
+    pub fn runs_now(&self) -> bool {
+        self.run_due && !self.held
+    }
+
     /// True when `available` (a remainder) of `node` may be offered: it holds
     /// one of the minimum quantities, or anything at all where the node's
     /// terms say so.
@@ -334,6 +353,11 @@ impl Partition {
                 PreparedChange::Allocate => {
                     if let Some(policy) = self.offers.as_deref_mut() {
                         policy.run_due = true;
+                    }
+                }
+                PreparedChange::Hold(held) => {
+                    if let Some(policy) = self.offers.as_deref_mut() {
+                        policy.held = held;
                     }
                 }
                 PreparedChange::NodeTerms {
@@ -538,14 +562,17 @@ impl Partition {
     /// True for an offer partition with no allocation run due and no ask
     /// pending: a pass would find nothing to do.
     pub(super) fn idle_offer_partition(&self) -> bool {
-        self.offers.as_ref().is_some_and(|p| !p.run_due)
+        self.offers.as_ref().is_some_and(|p| !p.runs_now())
             && self.pending_ask_count == 0
             && self.reserved_asks.is_empty()
     }
 
-    /// Ends an allocation run (after the pass and its reruns).
+    /// Ends an allocation run (after the pass and its reruns); a run held
+    /// back stays due.
     pub(super) fn end_offer_run(&mut self) {
-        if let Some(policy) = self.offers.as_deref_mut() {
+        if let Some(policy) = self.offers.as_deref_mut()
+            && !policy.held
+        {
             policy.run_due = false;
         }
     }
@@ -578,7 +605,7 @@ impl Partition {
         if !wants || !self.can_start(app) {
             return false;
         }
-        let Some(policy) = self.offers.as_deref().filter(|p| p.run_due) else {
+        let Some(policy) = self.offers.as_deref().filter(|p| p.runs_now()) else {
             return false;
         };
         let lanes = self.lanes;

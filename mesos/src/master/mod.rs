@@ -441,6 +441,7 @@ impl MasterHandle {
             partition: config::PARTITION.to_string(),
             outbox: Vec::new(),
             sent: 0,
+            holding: false,
         };
         core.offers(vec![offers::policy_change(&settings.min_allocatable)]);
         core.flush();
@@ -614,8 +615,10 @@ impl MasterHandle {
     }
 }
 
-/// Inputs of a batch after which what they queued for the core goes ahead
-/// of the batch's end (`CoreLink::flush_ahead`).
+/// Inputs of a batch (an `Input::Batch`, or the inputs the master's loop
+/// takes in one turn) after which what they queued for the core goes ahead
+/// of the batch's end (`CoreLink::flush_ahead`, under a hold that keeps any
+/// allocation run from seeing part of the batch).
 pub const FLUSH_AHEAD: usize = 256;
 
 /// Most inputs applied before timers and the core get a turn.
@@ -643,8 +646,14 @@ fn run(mut master: state::Master, rx: Receiver<Input>) {
         match first {
             Ok(input) => {
                 stop |= master.take_input(input, &mut deferred);
-                for input in rx.try_iter().take(BATCH) {
+                // Calls that queued up (a thousand frameworks' REVIVEs)
+                // are taken as a batch: what they ask of the core goes
+                // ahead every `FLUSH_AHEAD` of them, as in `Input::Batch`.
+                for (i, input) in rx.try_iter().take(BATCH).enumerate() {
                     stop |= master.take_input(input, &mut deferred);
+                    if (i + 2) % FLUSH_AHEAD == 0 && !master.run_open() {
+                        master.core.flush_ahead();
+                    }
                 }
             }
             Err(RecvTimeoutError::Timeout) => {}

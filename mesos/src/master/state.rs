@@ -322,6 +322,9 @@ pub struct CoreLink {
     pub outbox: Vec<CoreRequest>,
     /// Requests sent so far (what `Input::Sync` answers).
     pub sent: u64,
+    /// A batch's changes went ahead under a hold the next [`Self::flush`]
+    /// releases.
+    pub holding: bool,
 }
 
 impl CoreLink {
@@ -438,10 +441,12 @@ impl CoreLink {
     }
 
     /// Sends what is queued, in order.
-    /// Sends what is queued so far in the middle of a batch of inputs,
-    /// holding back the allocation run any of it asks for (`Allocate`) until
-    /// the batch's end: the core applies the changes while the master takes
-    /// the rest of the batch, and the run still sees the whole batch.
+    /// Sends what is queued so far in the middle of a batch of inputs, so
+    /// that the core applies it while the master takes the rest of the
+    /// batch. No allocation run sees part of the batch: the first part
+    /// starts with `Hold { held: true }` (a run already due waits too),
+    /// [`Self::flush`] at the batch's end ends with `held: false`, and the
+    /// run the batch asks for (`Allocate`) is held back until then.
     pub fn flush_ahead(&mut self) {
         let mut allocate = false;
         for request in &mut self.outbox {
@@ -453,13 +458,34 @@ impl CoreLink {
         }
         self.outbox
             .retain(|r| !matches!(r, CoreRequest::Offers(changes) if changes.is_empty()));
-        self.flush();
+        // The hold goes first in the first offer changes sent (requests of
+        // other kinds add no demand, so none of them can start a run that
+        // sees part of the batch).
+        if !self.holding
+            && let Some(changes) = self.outbox.iter_mut().find_map(|r| match r {
+                CoreRequest::Offers(changes) => Some(changes),
+                _ => None,
+            })
+        {
+            self.holding = true;
+            changes.insert(0, OfferChange::Hold { held: true });
+        }
+        self.send_all();
         if allocate {
             self.push(CoreRequest::Offers(vec![OfferChange::Allocate]));
         }
     }
 
+    /// Sends everything queued (at the end of a batch of inputs); a hold
+    /// [`Self::flush_ahead`] began ends with it.
     pub fn flush(&mut self) {
+        if std::mem::take(&mut self.holding) {
+            self.push(CoreRequest::Offers(vec![OfferChange::Hold { held: false }]));
+        }
+        self.send_all();
+    }
+
+    fn send_all(&mut self) {
         for request in std::mem::take(&mut self.outbox) {
             self.sent += 1;
             let rm_id = self.rm_id.clone();
