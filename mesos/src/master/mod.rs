@@ -648,7 +648,8 @@ fn run(mut master: state::Master, rx: Receiver<Input>) {
                 stop |= master.take_input(input, &mut deferred);
                 // Calls that queued up (a thousand frameworks' REVIVEs)
                 // are taken as a batch: what they ask of the core goes
-                // ahead every `FLUSH_AHEAD` of them, as in `Input::Batch`.
+                // ahead every `FLUSH_AHEAD` of them, as in `Input::Batch`
+                // (input `i` here is the turn's `i + 2`th: one came first).
                 for (i, input) in rx.try_iter().take(BATCH).enumerate() {
                     stop |= master.take_input(input, &mut deferred);
                     if (i + 2) % FLUSH_AHEAD == 0 && !master.run_open() {

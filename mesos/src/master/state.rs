@@ -440,7 +440,6 @@ impl CoreLink {
         }));
     }
 
-    /// Sends what is queued, in order.
     /// Sends what is queued so far in the middle of a batch of inputs, so
     /// that the core applies it while the master takes the rest of the
     /// batch. No allocation run sees part of the batch: the first part
@@ -485,6 +484,7 @@ impl CoreLink {
         self.send_all();
     }
 
+    /// Sends what is queued, in order.
     fn send_all(&mut self) {
         for request in std::mem::take(&mut self.outbox) {
             self.sent += 1;
