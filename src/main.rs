@@ -22,7 +22,7 @@ const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 /// default is 1 s). An allocation run makes and frees its records every
 /// `--allocation-interval` (1 s): given back after 1 s, a run's memory came
 /// back as fresh pages, each first touch a page fault (W4 through the Mesos
-/// front end: 600–2,200 faults a run, now 60–500, and runs 15–27% faster;
+/// front end: 600–2,200 faults a run, now 60–500, and runs 9–27% faster;
 /// BENCHMARKS.md). Kept for 10 s, the next run reuses it. Peak RSS is
 /// unchanged (W1 37 MiB).
 const KEEP_FREED_MEMORY_MS: std::ffi::c_long = 10_000;
