@@ -207,6 +207,7 @@ impl Partition {
         tracing::trace!(target: "unisched::timeline", made = ctx.made, "core: the walk ends");
         self.expire_blocked_reservations(ctx);
         self.unpark_all();
+        self.exhausted_nodes.settle();
         if std::mem::take(&mut ctx.rerun) && ctx.made < ctx.budget {
             return self.schedule(ctx);
         }
@@ -620,6 +621,7 @@ impl Partition {
         if ctx.reserve_memo.iter().any(|r| res.dominates(r)) {
             return;
         }
+        self.exhausted_nodes.settle();
         let candidate = |k: &&NodeKey| {
             let n = k.node();
             let node = &self.nodes[n];
@@ -630,13 +632,13 @@ impl Partition {
         // Exhausted nodes are candidates too: a reservation waits for room.
         let found = match self.node_sort {
             NodeSortKind::Fair => {
-                let a = self.node_index.iter().find(candidate);
-                let b = self.exhausted_nodes.iter().find(candidate);
+                let a = self.node_index.iter().find(candidate).copied();
+                let b = self.exhausted_nodes.iter().find(|k| candidate(&k));
                 a.into_iter().chain(b).min()
             }
             NodeSortKind::Binpacking => {
-                let a = self.node_index.iter().rev().find(candidate);
-                let b = self.exhausted_nodes.iter().rev().find(candidate);
+                let a = self.node_index.iter().rev().find(candidate).copied();
+                let b = self.exhausted_nodes.iter().rev().find(|k| candidate(&k));
                 a.into_iter().chain(b).max()
             }
         };

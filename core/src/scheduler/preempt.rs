@@ -86,6 +86,7 @@ impl Partition {
         }
         let res = *a.resource;
         self.asks[ask].set_preempt_checked_at(ctx.now.max(1));
+        self.exhausted_nodes.settle();
         let a = &self.asks[ask];
         // Law: only an ask whose queue stays within its guarantee may preempt.
         if !self.within_guarantee(leaf, &res) {
@@ -103,8 +104,8 @@ impl Partition {
                 let mut exhausted = self.exhausted_nodes.iter().peekable();
                 Box::new(std::iter::from_fn(move || {
                     let next = match (index.peek(), exhausted.peek()) {
-                        (Some(a), Some(b)) if b < a => exhausted.next(),
-                        (Some(_), _) => index.next(),
+                        (Some(a), Some(b)) if b < *a => exhausted.next(),
+                        (Some(_), _) => index.next().copied(),
                         (None, _) => exhausted.next(),
                     };
                     next.map(|k| k.node())

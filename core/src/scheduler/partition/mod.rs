@@ -19,6 +19,7 @@ use crate::config::{NodeSortKind, PartitionConfig};
 use crate::resources::{Lanes, Resource, ResourceNames};
 
 mod configure;
+mod exhausted;
 mod ordering;
 mod outbox;
 mod readers;
@@ -93,7 +94,7 @@ pub struct Partition {
     /// Schedulable nodes where not even the smallest pending ask fits, by
     /// usage score. Kept out of `node_index` so placement never walks them
     /// (binpacking with most nodes full would otherwise scan them for every ask).
-    pub exhausted_nodes: BTreeSet<NodeKey>,
+    pub exhausted_nodes: exhausted::ExhaustedNodes,
     /// A lower bound of every pending ask, type by type (`None` when nothing is
     /// pending). Only ever lowered while asks are pending, so it stays a bound.
     pub pending_floor: Option<Resource>,
@@ -197,7 +198,7 @@ impl Partition {
             nodes: Slab::new(),
             node_by_id: FastMap::default(),
             node_index: BTreeSet::new(),
-            exhausted_nodes: BTreeSet::new(),
+            exhausted_nodes: exhausted::ExhaustedNodes::default(),
             pending_floor: None,
             pending_ask_count: 0,
             last_pass_made: 0,

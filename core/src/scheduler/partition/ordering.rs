@@ -40,13 +40,21 @@ impl Partition {
             return;
         }
         match old_key {
+            // An allocation run leases the first node of the index again and
+            // again: taking it off the front needs no search.
+            Some((k, false)) if self.node_index.first() == Some(&k) => {
+                self.node_index.pop_first().is_some()
+            }
             Some((k, false)) => self.node_index.remove(&k),
             Some((k, true)) => self.exhausted_nodes.remove(&k),
             None => false,
         };
         match new_key {
             Some((k, false)) => self.node_index.insert(k),
-            Some((k, true)) => self.exhausted_nodes.insert(k),
+            Some((k, true)) => {
+                self.exhausted_nodes.insert(k);
+                true
+            }
             None => false,
         };
         self.nodes[node].key_in_index = new_key;
@@ -96,7 +104,12 @@ impl Partition {
         if !std::mem::take(&mut self.floor_lowered) {
             return;
         }
-        let nodes: Vec<NodeId> = self.exhausted_nodes.iter().map(|k| k.node()).collect();
+        let nodes: Vec<NodeId> = self
+            .exhausted_nodes
+            .ordered()
+            .iter()
+            .map(|k| k.node())
+            .collect();
         // Nodes that are no longer exhausted under the same key go back
         // into the index in one merge instead of a remove and an insert
         // each: after nobody wanted offers, a REVIVE brings every node of
@@ -118,7 +131,13 @@ impl Partition {
         if moved.len() == self.exhausted_nodes.len() {
             self.exhausted_nodes.clear();
         } else {
-            self.exhausted_nodes = self.exhausted_nodes.difference(&moved).copied().collect();
+            let left = self
+                .exhausted_nodes
+                .ordered()
+                .difference(&moved)
+                .copied()
+                .collect();
+            self.exhausted_nodes.replace(left);
         }
         self.node_index.append(&mut moved);
         debug_assert!(self.node_sets_agree(), "node index and node keys disagree");
