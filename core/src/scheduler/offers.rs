@@ -585,13 +585,20 @@ impl Partition {
 
     /// The most the queue path above `leaf` allows on top of what it uses:
     /// per type the least `max - allocated`, unlimited where no max is set.
+    /// Only the partition's lanes are computed: past them no resource type
+    /// is named, so every max there is unlimited and nothing is allocated,
+    /// and the answer is unlimited as the starting value already says.
     fn headroom(&self, leaf: QueueId) -> Resource {
+        let lanes = self.lanes.get();
         let mut room = Resource::UNLIMITED;
         let mut q = Some(leaf);
         while let Some(id) = q {
             let queue = &self.queues[id];
             if queue.has_max {
-                room = room.min(&queue.max.minus(&queue.allocated).clamp_negative());
+                for i in 0..lanes {
+                    let left = queue.max.0[i].saturating_sub(queue.allocated.0[i]).max(0);
+                    room.0[i] = room.0[i].min(left);
+                }
             }
             q = queue.parent;
         }
@@ -635,7 +642,12 @@ impl Partition {
             if restricted && !self.offerable_to(policy, n, app_queue) {
                 return false;
             }
-            let offer = available.min(&headroom);
+            // Past the lanes the node has nothing and the headroom is
+            // unlimited: the node's zeros are the least there already.
+            let mut offer = available;
+            for i in 0..lanes.get() {
+                offer.0[i] = offer.0[i].min(headroom.0[i]);
+            }
             if !policy.allows_node(n, &offer, lanes)
                 || offers
                     .filters
