@@ -725,6 +725,11 @@ impl Partition {
         let seq = self.seq();
         let next_id = self.apps[app].offers.as_ref().map_or(0, |o| o.next_lease);
         let resource = self.sizes.intern(Resource::ZERO);
+        // Room for the application's even share of the nodes a run can
+        // lease: the list otherwise grew by doubling, four reallocations an
+        // application in W4's run.
+        let active = self.offers.as_ref().map_or(1, |p| p.active_apps.max(1));
+        let share = self.node_index.len().div_ceil(active).clamp(1, 1024);
         let ask = self.asks.insert(Ask {
             key: key.clone(),
             app,
@@ -732,7 +737,7 @@ impl Partition {
             pending: 0,
             allocated_total: 0,
             next_id,
-            allocs: Default::default(),
+            allocs: smallvec::SmallVec::with_capacity(share),
             priority: 0,
             seq,
             created: now,

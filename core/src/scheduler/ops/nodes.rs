@@ -70,7 +70,9 @@ impl Partition {
                     attributes: info.attributes.into_iter().collect(),
                     res: NodeResources::new(&capacity, &occupied),
                     schedulable: action == ActionFromRm::Create,
-                    allocations: Default::default(),
+                    // Room for the first few: a node keeps its list's room
+                    // for good, so its first allocation need not grow it.
+                    allocations: Vec::with_capacity(4),
                     reserved_by: None,
                     key_in_index: None,
                 };
