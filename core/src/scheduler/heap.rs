@@ -44,6 +44,16 @@ impl Slots {
         self.0[id] = u32::try_from(slot).unwrap_or(u32::MAX);
     }
 
+    /// Moves an id already in the table (one that sits in a heap) to
+    /// `slot`: no growth check, as the sifts move only such ids.
+    #[inline]
+    fn moved(&mut self, id: usize, slot: usize) {
+        debug_assert!(u32::try_from(slot).is_ok_and(|s| s != u32::MAX));
+        if let Some(s) = self.0.get_mut(id) {
+            *s = slot as u32;
+        }
+    }
+
     fn clear(&mut self, id: usize) {
         if let Some(s) = self.0.get_mut(id) {
             *s = u32::MAX;
@@ -156,17 +166,19 @@ impl<K: HeapKey> KeyHeap<K> {
     /// Puts `item` in the hole at `hole`, moving it up while it is smaller
     /// than its parent but not above `top`; returns where it ends.
     fn climb(&mut self, item: K, mut hole: usize, top: usize, slots: &mut Slots) -> usize {
+        let items = &mut self.items[..];
         while hole > top {
             let parent = (hole - 1) / 2;
-            if item >= self.items[parent] {
+            let above = items[parent];
+            if item >= above {
                 break;
             }
-            self.items[hole] = self.items[parent];
-            slots.set(self.items[hole].id(), hole);
+            items[hole] = above;
+            slots.moved(above.id(), hole);
             hole = parent;
         }
-        self.items[hole] = item;
-        slots.set(item.id(), hole);
+        items[hole] = item;
+        slots.moved(item.id(), hole);
         hole
     }
 
@@ -176,24 +188,24 @@ impl<K: HeapKey> KeyHeap<K> {
     /// children (one comparison a level) and the key then climbs back the
     /// little it has to, instead of two comparisons at every level.
     fn sift_down(&mut self, at: usize, slots: &mut Slots) {
-        let len = self.items.len();
-        let item = self.items[at];
+        let items = &mut self.items[..];
+        let len = items.len();
+        let item = items[at];
         let mut hole = at;
         loop {
             let left = 2 * hole + 1;
-            if left >= len {
+            let Some(&l) = items.get(left) else {
                 break;
-            }
-            let right = left + 1;
-            let child = if right < len && self.items[right] < self.items[left] {
-                right
-            } else {
-                left
             };
-            self.items[hole] = self.items[child];
-            slots.set(self.items[hole].id(), hole);
+            let (child, key) = match items.get(left + 1) {
+                Some(&r) if r < l => (left + 1, r),
+                _ => (left, l),
+            };
+            items[hole] = key;
+            slots.moved(key.id(), hole);
             hole = child;
         }
+        debug_assert!(hole < len);
         self.climb(item, hole, at, slots);
     }
 }
