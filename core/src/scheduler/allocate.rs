@@ -725,7 +725,7 @@ impl Partition {
         // found (one hash of it, not one to look and one to insert), under
         // the number the record below gets.
         let id = loop {
-            let id: std::sync::Arc<str> = std::sync::Arc::from(allocation_id(&key, number));
+            let id = allocation_id(&mut self.id_scratch, &key, number);
             match self.alloc_by_id.entry(id) {
                 std::collections::hash_map::Entry::Occupied(_) => number += 1,
                 std::collections::hash_map::Entry::Vacant(v) => {
@@ -767,8 +767,10 @@ impl Partition {
 }
 
 /// `key-number`, the id of the `number`th allocation of an ask (as upstream
-/// numbers them). Built by hand: this runs once per allocation.
-fn allocation_id(key: &str, number: u32) -> String {
+/// numbers them). Built by hand: this runs once per allocation. It is put
+/// together in `scratch` (a buffer kept for this, so its room is reused)
+/// and copied once into its `Arc`: one allocation an id, not two.
+fn allocation_id(scratch: &mut String, key: &str, number: u32) -> std::sync::Arc<str> {
     let mut digits = [0u8; 10];
     let mut n = number;
     let mut i = digits.len();
@@ -780,13 +782,13 @@ fn allocation_id(key: &str, number: u32) -> String {
             break;
         }
     }
-    let mut id = String::with_capacity(key.len() + 1 + digits.len() - i);
-    id.push_str(key);
-    id.push('-');
+    scratch.clear();
+    scratch.push_str(key);
+    scratch.push('-');
     for &d in &digits[i..] {
-        id.push(char::from(d));
+        scratch.push(char::from(d));
     }
-    id
+    std::sync::Arc::from(scratch.as_str())
 }
 
 #[cfg(test)]
@@ -812,8 +814,11 @@ mod tests {
 
     #[test]
     fn allocation_ids_number_from_zero() {
-        assert_eq!(allocation_id("task", 0), "task-0");
-        assert_eq!(allocation_id("a-b", 17), "a-b-17");
-        assert_eq!(allocation_id("k", u32::MAX), "k-4294967295");
+        let mut scratch = String::new();
+        assert_eq!(&*allocation_id(&mut scratch, "task", 0), "task-0");
+        assert_eq!(&*allocation_id(&mut scratch, "a-b", 17), "a-b-17");
+        // The buffer's earlier content does not show through.
+        assert_eq!(&*allocation_id(&mut scratch, "k", u32::MAX), "k-4294967295");
+        assert_eq!(&*allocation_id(&mut scratch, "k", 3), "k-3");
     }
 }

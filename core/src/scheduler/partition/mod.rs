@@ -125,6 +125,9 @@ pub struct Partition {
     pub pass: u64,
     /// Results waiting to be sent.
     pub outbox: Outbox,
+    /// Where an allocation id is put together before its `Arc` copy
+    /// (`place`): kept so its room is reused.
+    pub(crate) id_scratch: String,
     /// Queues parked (taken out of their parent's order) in the current pass.
     pub parked_queues: Vec<QueueId>,
     /// Applications parked in the current pass.
@@ -213,6 +216,7 @@ impl Partition {
             next_seq: 0,
             pass: 0,
             outbox: Outbox::default(),
+            id_scratch: String::new(),
             parked_queues: Vec::new(),
             parked_apps: Vec::new(),
             completing_timeout: 30_000_000_000,
