@@ -141,6 +141,11 @@ impl<K: HeapKey> KeyHeap<K> {
             return;
         };
         self.items[at] = new;
+        // A heap of one (a leaf with one application, each framework's
+        // role in W4) has nowhere to move the key.
+        if self.items.len() == 1 {
+            return;
+        }
         if new < *old {
             self.sift_up(at, slots);
         } else {
