@@ -51,6 +51,60 @@ pub(super) enum WireResource<'a> {
     Plain(&'a PlainScalar),
 }
 
+/// The resources of the last offer written into one OFFERS body from an
+/// agent's plain scalars: what they were (role, names, values) and where
+/// their bytes are. A cluster's agents are mostly alike, so the body's next
+/// offer (the same framework, mostly the same role) usually shows the same
+/// scalars: their bytes are copied, not written field by field again.
+#[derive(Debug, Default)]
+pub(super) struct PlainMemo {
+    role: String,
+    scalars: smallvec::SmallVec<[(&'static str, u64); 4]>,
+    /// Where in the body; empty: nothing remembered.
+    bytes: std::ops::Range<usize>,
+}
+
+impl PlainMemo {
+    /// True when `resources` in `role` are the scalars remembered.
+    fn matches<'r>(&self, resources: impl Iterator<Item = WireResource<'r>>, role: &str) -> bool {
+        if self.bytes.is_empty() || self.role != role {
+            return false;
+        }
+        let mut n = 0;
+        for r in resources {
+            let WireResource::Plain(p) = r else {
+                return false;
+            };
+            match self.scalars.get(n) {
+                Some(&(name, bits)) if name == p.name && bits == p.value.to_bits() => n += 1,
+                _ => return false,
+            }
+        }
+        n == self.scalars.len()
+    }
+
+    /// Remembers `resources` in `role`, written at `bytes` of the body,
+    /// when they are all plain scalars; forgets otherwise.
+    fn record<'r>(
+        &mut self,
+        resources: impl Iterator<Item = WireResource<'r>>,
+        role: &str,
+        bytes: std::ops::Range<usize>,
+    ) {
+        self.scalars.clear();
+        for r in resources {
+            let WireResource::Plain(p) = r else {
+                self.bytes = 0..0;
+                return;
+            };
+            self.scalars.push((p.name, p.value.to_bits()));
+        }
+        self.role.clear();
+        self.role.push_str(role);
+        self.bytes = bytes;
+    }
+}
+
 /// An empty body of an OFFERS event, with room for its header.
 pub(super) fn new_body(capacity: usize) -> Vec<u8> {
     let mut body = Vec::with_capacity(HEADER_ROOM + capacity);
@@ -234,16 +288,28 @@ fn resource_len(r: WireResource<'_>, role: &str) -> usize {
     }
 }
 
-/// Appends one offer (field 1 of `Event.Offers`) to an OFFERS body.
-pub(super) fn push_offer<'r, R>(body: &mut Vec<u8>, offer: &OfferView<'_, R>)
-where
+/// Appends one offer (field 1 of `Event.Offers`) to an OFFERS body; with a
+/// `memo`, copies the resources' bytes of an earlier offer of the body when
+/// the memo says they are the same.
+pub(super) fn push_offer<'r, R>(
+    body: &mut Vec<u8>,
+    offer: &OfferView<'_, R>,
+    mut memo: Option<&mut PlainMemo>,
+) where
     R: Iterator<Item = WireResource<'r>> + Clone,
 {
-    let resources_len: usize = offer
-        .resources
-        .clone()
-        .map(|r| resource_len(r, offer.role))
-        .sum();
+    let same = memo.as_deref().and_then(|m| {
+        m.matches(offer.resources.clone(), offer.role)
+            .then(|| m.bytes.clone())
+    });
+    let resources_len: usize = match &same {
+        Some(bytes) => bytes.len(),
+        None => offer
+            .resources
+            .clone()
+            .map(|r| resource_len(r, offer.role))
+            .sum(),
+    };
     let len = wrapped_len(offer.id)
         + wrapped_len(offer.framework)
         + wrapped_len(offer.agent)
@@ -262,18 +328,29 @@ where
         + wrapped_len(offer.role);
     let start = body.len();
     body.resize(start + field_len(len), 0);
-    let mut w = Writer {
-        out: &mut body[start..],
-        at: 0,
-    };
+    let (before, after) = body.split_at_mut(start);
+    let mut w = Writer { out: after, at: 0 };
     w.byte(key(1, LENGTH_DELIMITED));
     w.varint(len as u64);
     w.wrapped(1, offer.id);
     w.wrapped(2, offer.framework);
     w.wrapped(3, offer.agent);
     w.string(4, offer.hostname);
-    for r in offer.resources.clone() {
-        w.resource(r, offer.role);
+    let resources_at = start + w.at;
+    match same {
+        Some(bytes) => w.bytes(&before[bytes]),
+        None => {
+            for r in offer.resources.clone() {
+                w.resource(r, offer.role);
+            }
+            if let Some(m) = memo.as_deref_mut() {
+                m.record(
+                    offer.resources.clone(),
+                    offer.role,
+                    resources_at..start + w.at,
+                );
+            }
+        }
     }
     for e in offer.executor_ids {
         w.wrapped(6, e);
@@ -384,6 +461,12 @@ mod tests {
         )
         .expect("plain");
         let briefed: Vec<WireResource<'_>> = brief.iter().map(WireResource::Plain).collect();
+        // Another agent's brief: the same names, one value apart.
+        let other = super::super::plain::brief(
+            &Resources::parse("cpus:2.5;mem:2048;disk:0.001").expect("parses"),
+        )
+        .expect("plain");
+        let other: Vec<WireResource<'_>> = other.iter().map(WireResource::Plain).collect();
         let mixed: Vec<WireResource<'_>> = briefed.iter().chain(&reserved).copied().collect();
         let attributes = vec![v1::Attribute {
             name: "rack".into(),
@@ -466,12 +549,60 @@ mod tests {
                 attributes: &[],
                 role: &l127,
             },
+            // The body's remembered resources: the same brief in the same
+            // role (copied), in another role, then another brief.
+            OfferView {
+                id: "a6e5-O8",
+                framework: "fw-2",
+                agent: "a6e5-S8",
+                hostname: "agent-8",
+                resources: briefed.iter().copied(),
+                executor_ids: &[],
+                attributes: &[],
+                role: "web/a",
+            },
+            OfferView {
+                id: "a6e5-O9",
+                framework: "fw-2",
+                agent: "a6e5-S9",
+                hostname: "agent-9",
+                resources: briefed.iter().copied(),
+                executor_ids: &[],
+                attributes: &[],
+                role: "web/b",
+            },
+            OfferView {
+                id: "a6e5-O10",
+                framework: "fw-2",
+                agent: "a6e5-S10",
+                hostname: "agent-10",
+                resources: other.iter().copied(),
+                executor_ids: &[],
+                attributes: &[],
+                role: "web/b",
+            },
+            OfferView {
+                id: "a6e5-O11",
+                framework: "fw-2",
+                agent: "a6e5-S11",
+                hostname: "agent-11",
+                resources: briefed.iter().copied(),
+                executor_ids: &["e"],
+                attributes: &[],
+                role: "web/b",
+            },
         ];
         for n in 1..=views.len() {
             let mut body = new_body(0);
             for v in &views[..n] {
-                push_offer(&mut body, v);
+                push_offer(&mut body, v, None);
             }
+            // The same written with a memo of the resources: the same bytes.
+            let (mut remembered, mut memo) = (new_body(0), PlainMemo::default());
+            for v in &views[..n] {
+                push_offer(&mut remembered, v, Some(&mut memo));
+            }
+            assert_eq!(remembered, body, "{n} offers written with a memo");
             let bytes = offers_event(body);
             let expected = Event {
                 r#type: Some(event::Type::Offers as i32),
@@ -494,6 +625,64 @@ mod tests {
     }
 
     #[test]
+    fn a_memo_knows_the_last_plain_resources_of_its_body() {
+        let brief = |text: &str| {
+            super::super::plain::brief(&Resources::parse(text).expect("parses")).expect("plain")
+        };
+        let (a, b) = (brief("cpus:8;mem:4096"), brief("cpus:8;mem:4095"));
+        let a: Vec<WireResource<'_>> = a.iter().map(WireResource::Plain).collect();
+        let b: Vec<WireResource<'_>> = b.iter().map(WireResource::Plain).collect();
+        let entries = Resources::parse("cpus:8;ports:[1-2]")
+            .expect("parses")
+            .to_vec();
+        let entries: Vec<WireResource<'_>> = entries.iter().map(WireResource::Entry).collect();
+        let mut memo = PlainMemo::default();
+        assert!(!memo.matches(a.iter().copied(), "r"), "nothing remembered");
+        let mut body = new_body(0);
+        let first = OfferView {
+            id: "o1",
+            framework: "f",
+            agent: "s1",
+            hostname: "h1",
+            resources: a.iter().copied(),
+            executor_ids: &[],
+            attributes: &[],
+            role: "r",
+        };
+        push_offer(&mut body, &first, Some(&mut memo));
+        assert!(memo.matches(a.iter().copied(), "r"));
+        assert!(!memo.matches(a.iter().copied(), "r2"), "another role");
+        assert!(!memo.matches(b.iter().copied(), "r"), "another value");
+        assert!(!memo.matches(a[..1].iter().copied(), "r"), "fewer scalars");
+        assert!(!memo.matches(entries.iter().copied(), "r"), "entries");
+        // The remembered bytes are the resources' fields, as written.
+        let mut alone = new_body(0);
+        let mut w = Writer {
+            out: &mut [0u8; 256],
+            at: 0,
+        };
+        for r in a.iter().copied() {
+            w.resource(r, "r");
+        }
+        let written = w.out[..w.at].to_vec();
+        alone.extend_from_slice(&body[memo.bytes.clone()]);
+        assert_eq!(&alone[HEADER_ROOM..], &written[..]);
+        // Entries are not remembered: the memo forgets.
+        let second = OfferView {
+            id: "o2",
+            framework: "f",
+            agent: "s2",
+            hostname: "h2",
+            resources: entries.iter().copied(),
+            executor_ids: &[],
+            attributes: &[],
+            role: "r",
+        };
+        push_offer(&mut body, &second, Some(&mut memo));
+        assert!(!memo.matches(a.iter().copied(), "r"));
+    }
+
+    #[test]
     fn a_body_of_many_offers_gets_a_longer_header() {
         // More than 16 KiB of offers: the length takes three bytes.
         let r = Resources::parse("cpus:1").expect("parses").to_vec();
@@ -510,7 +699,7 @@ mod tests {
             role: "*",
         };
         for _ in 0..400 {
-            push_offer(&mut body, &view);
+            push_offer(&mut body, &view, None);
         }
         let bytes = offers_event(body);
         assert_eq!(super::super::stream::count_offers(&bytes), Some(400));

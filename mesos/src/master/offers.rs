@@ -64,6 +64,7 @@ fn push_agent_offer<'a>(
     agent: &'a Agent,
     resources: impl Iterator<Item = offer_wire::WireResource<'a>> + Clone,
     role: &str,
+    memo: Option<&mut offer_wire::PlainMemo>,
 ) {
     let executor_ids: smallvec::SmallVec<[&str; 4]> = agent
         .executors
@@ -83,6 +84,7 @@ fn push_agent_offer<'a>(
             attributes: &agent.info.attributes,
             role,
         },
+        memo,
     );
 }
 
@@ -146,6 +148,8 @@ struct RunOffers {
     /// pool of its agent joined it): the body is made again from the books
     /// at the close.
     stale: bool,
+    /// The resources of the last offer `body` got from an agent's brief.
+    memo: offer_wire::PlainMemo,
 }
 
 impl Master {
@@ -260,6 +264,7 @@ impl Master {
             mut body,
             offers,
             stale,
+            ..
         } in events
         {
             let mut count = offers.len();
@@ -395,6 +400,7 @@ impl Master {
                 body: offer_wire::new_body(open.per_framework * OFFER_BYTES),
                 offers: Vec::with_capacity(open.per_framework),
                 stale: false,
+                memo: offer_wire::PlainMemo::default(),
             });
         }
         let slot = f.offer_run.1;
@@ -438,6 +444,7 @@ impl Master {
                 agent,
                 brief.iter().map(WireResource::Plain),
                 role,
+                Some(&mut event.memo),
             ),
             None => push_agent_offer(
                 &mut event.body,
@@ -446,6 +453,7 @@ impl Master {
                 agent,
                 resources.iter().map(WireResource::Entry),
                 role,
+                None,
             ),
         }
         event.offers.push(number);
@@ -483,6 +491,7 @@ impl Master {
                 agent,
                 offer.resources.iter().map(WireResource::Entry),
                 &offer.role,
+                None,
             );
             count += 1;
         }
