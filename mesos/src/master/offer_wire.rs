@@ -549,8 +549,10 @@ mod tests {
                 attributes: &[],
                 role: &l127,
             },
-            // The body's remembered resources: the same brief in the same
-            // role (copied), in another role, then another brief.
+            // The body's remembered resources: a brief after entries (not
+            // remembered), the same brief in the same role (copied), in
+            // another role, another brief, and that brief again (copied,
+            // the executor after it).
             OfferView {
                 id: "a6e5-O8",
                 framework: "fw-2",
@@ -569,14 +571,14 @@ mod tests {
                 resources: briefed.iter().copied(),
                 executor_ids: &[],
                 attributes: &[],
-                role: "web/b",
+                role: "web/a",
             },
             OfferView {
                 id: "a6e5-O10",
                 framework: "fw-2",
                 agent: "a6e5-S10",
                 hostname: "agent-10",
-                resources: other.iter().copied(),
+                resources: briefed.iter().copied(),
                 executor_ids: &[],
                 attributes: &[],
                 role: "web/b",
@@ -586,9 +588,19 @@ mod tests {
                 framework: "fw-2",
                 agent: "a6e5-S11",
                 hostname: "agent-11",
-                resources: briefed.iter().copied(),
-                executor_ids: &["e"],
+                resources: other.iter().copied(),
+                executor_ids: &[],
                 attributes: &[],
+                role: "web/b",
+            },
+            OfferView {
+                id: "a6e5-O12",
+                framework: "fw-2",
+                agent: "a6e5-S12",
+                hostname: "agent-12",
+                resources: other.iter().copied(),
+                executor_ids: &["e"],
+                attributes: &attributes,
                 role: "web/b",
             },
         ];
@@ -597,12 +609,17 @@ mod tests {
             for v in &views[..n] {
                 push_offer(&mut body, v, None);
             }
-            // The same written with a memo of the resources: the same bytes.
+            // The same written with a memo of the resources: the same bytes
+            // (offers 9 and 12 copied theirs).
             let (mut remembered, mut memo) = (new_body(0), PlainMemo::default());
+            let mut copied = 0;
             for v in &views[..n] {
+                copied += usize::from(memo.matches(v.resources.clone(), v.role));
                 push_offer(&mut remembered, v, Some(&mut memo));
             }
             assert_eq!(remembered, body, "{n} offers written with a memo");
+            let past = |id: &str| usize::from(views[..n].iter().any(|v| v.id == id));
+            assert_eq!(copied, past("a6e5-O9") + past("a6e5-O12"), "{n} offers");
             let bytes = offers_event(body);
             let expected = Event {
                 r#type: Some(event::Type::Offers as i32),
@@ -636,19 +653,23 @@ mod tests {
             .expect("parses")
             .to_vec();
         let entries: Vec<WireResource<'_>> = entries.iter().map(WireResource::Entry).collect();
+        // An offer of `resources` in role "r" (its other fields named `id`).
+        fn view<'a>(id: &'a str, resources: &'a [WireResource<'a>]) -> OfferView<'a, Items<'a>> {
+            OfferView {
+                id,
+                framework: id,
+                agent: id,
+                hostname: id,
+                resources: resources.iter().copied(),
+                executor_ids: &[],
+                attributes: &[],
+                role: "r",
+            }
+        }
         let mut memo = PlainMemo::default();
         assert!(!memo.matches(a.iter().copied(), "r"), "nothing remembered");
         let mut body = new_body(0);
-        let first = OfferView {
-            id: "o1",
-            framework: "f",
-            agent: "s1",
-            hostname: "h1",
-            resources: a.iter().copied(),
-            executor_ids: &[],
-            attributes: &[],
-            role: "r",
-        };
+        let first = view("o1", &a);
         push_offer(&mut body, &first, Some(&mut memo));
         assert!(memo.matches(a.iter().copied(), "r"));
         assert!(!memo.matches(a.iter().copied(), "r2"), "another role");
@@ -668,16 +689,7 @@ mod tests {
         alone.extend_from_slice(&body[memo.bytes.clone()]);
         assert_eq!(&alone[HEADER_ROOM..], &written[..]);
         // Entries are not remembered: the memo forgets.
-        let second = OfferView {
-            id: "o2",
-            framework: "f",
-            agent: "s2",
-            hostname: "h2",
-            resources: entries.iter().copied(),
-            executor_ids: &[],
-            attributes: &[],
-            role: "r",
-        };
+        let second = view("o2", &entries);
         push_offer(&mut body, &second, Some(&mut memo));
         assert!(!memo.matches(a.iter().copied(), "r"));
     }
