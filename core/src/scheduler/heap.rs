@@ -191,11 +191,6 @@ impl<K: HeapKey> KeyHeap<K> {
             }
             Place::Heap(at) => {
                 self.items[at] = new;
-                // A heap of one (a leaf with one application) has nowhere
-                // to move the key.
-                if self.items.len() == 1 {
-                    return;
-                }
                 if new < *old {
                     self.sift_up(at, slots);
                 } else {
