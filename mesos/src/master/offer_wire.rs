@@ -294,7 +294,7 @@ fn resource_len(r: WireResource<'_>, role: &str) -> usize {
 pub(super) fn push_offer<'r, R>(
     body: &mut Vec<u8>,
     offer: &OfferView<'_, R>,
-    mut memo: Option<&mut PlainMemo>,
+    memo: Option<&mut PlainMemo>,
 ) where
     R: Iterator<Item = WireResource<'r>> + Clone,
 {
@@ -343,7 +343,7 @@ pub(super) fn push_offer<'r, R>(
             for r in offer.resources.clone() {
                 w.resource(r, offer.role);
             }
-            if let Some(m) = memo.as_deref_mut() {
+            if let Some(m) = memo {
                 m.record(
                     offer.resources.clone(),
                     offer.role,
