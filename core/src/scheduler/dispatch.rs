@@ -11,7 +11,7 @@ use crossbeam_channel::{Receiver, Sender, unbounded};
 use unisched_shim_api::{CallbackResult, Leases, ResourceManagerCallback};
 use unisched_si as si;
 
-use super::partition::{AllocationBatch, PendingEvent};
+use super::partition::{AllocationBatch, ApplicationBatch, PendingEvent};
 use super::spin::{Polled, poll_for};
 use crate::resources::{NameTable, Resource, ResourceNames};
 
@@ -19,8 +19,9 @@ use crate::resources::{NameTable, Resource, ResourceNames};
 pub enum Outgoing {
     /// Allocation results; the new allocations still to be made leases.
     Allocation(AllocationBatch),
-    /// Application results.
-    Application(si::ApplicationResponse),
+    /// Application results; the changes of state still to be made wire
+    /// records.
+    Application(ApplicationBatch),
     /// Node results.
     Node(si::NodeResponse),
     /// A batch of events (releases' still to be built).
@@ -187,7 +188,7 @@ fn deliver_all(
             ),
             Outgoing::Application(r) => (
                 "update_application",
-                guarded(|| callback.update_application(r)),
+                guarded(|| callback.update_application(r.into_response())),
             ),
             Outgoing::Node(r) => ("update_node", guarded(|| callback.update_node(r))),
             Outgoing::Configuration(request, reply) => {

@@ -42,7 +42,7 @@ use super::allocate::PassContext;
 use super::command::{Command, PreparedAllocationRequest, PreparedAsk, PreparedNode};
 use super::dispatch::{Dispatcher, Outgoing, guarded, panic_message};
 use super::observe::{Observer, ObservingCallback, PUBLISH_INTERVAL, Published, RmConfig};
-use super::partition::{AllocationBatch, Partition};
+use super::partition::{AllocationBatch, ApplicationBatch, Partition};
 use super::spin::{self, Polled};
 use crate::config;
 use crate::resources::{NameTable, ResourceNames};
@@ -888,7 +888,10 @@ fn send_outbox(
         dispatcher.send(Outgoing::Node(out.node));
     }
     if apps {
-        dispatcher.send(Outgoing::Application(out.application));
+        dispatcher.send(Outgoing::Application(ApplicationBatch {
+            response: out.application,
+            states: out.app_states,
+        }));
     }
     if allocs {
         dispatcher.send(Outgoing::Allocation(AllocationBatch {

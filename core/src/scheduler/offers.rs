@@ -321,6 +321,15 @@ impl Partition {
     /// Applies an offer request.
     pub(super) fn apply_offers(&mut self, changes: Vec<PreparedChange>, now: u64) {
         tracing::trace!(target: "unisched::timeline", changes = changes.len(), "core: offer changes");
+        // A framework's first REVIVE (or SUBSCRIBE) moves its application
+        // to Accepted: room for those changes of state at once, not by
+        // doubling (a thousand frameworks' REVIVEs in one batch copied the
+        // lists ten times over).
+        let wanting = changes
+            .iter()
+            .filter(|c| matches!(c, PreparedChange::Demand { active: true, .. }))
+            .count();
+        self.outbox.reserve_state_changes(wanting);
         for change in changes {
             match change {
                 PreparedChange::Policy(Ok(min)) => {
@@ -673,7 +682,7 @@ impl Partition {
         }
         match (found, chosen) {
             (Some(node), Some(offer)) => {
-                self.place_lease(app, node, offer, ctx.now);
+                self.place_lease(app, lease_ask, node, offer, ctx.now);
                 ctx.made += 1;
                 let part = super::allocate::offer_run_part_size(self.parts_sent)
                     .min(super::allocate::offer_run_tail_part(self.node_index.len()));
@@ -694,9 +703,18 @@ impl Partition {
         }
     }
 
-    /// Records a lease of `offer` on `node` for the application.
-    fn place_lease(&mut self, app: AppId, node: NodeId, offer: Resource, now: u64) {
-        let ask = self.lease_ask(app, now);
+    /// Records a lease of `offer` on `node` for the application, under
+    /// `found` (its lease ask as [`Self::find_lease_ask`] gave it just
+    /// before, nothing changed since) or a new lease ask.
+    fn place_lease(
+        &mut self,
+        app: AppId,
+        found: Option<AskId>,
+        node: NodeId,
+        offer: Resource,
+        now: u64,
+    ) {
+        let ask = self.lease_ask(app, found, now);
         let size = self.sizes.intern(offer);
         self.place(app, ask, node, size, AllocMeta::default(), now);
         let next = self.asks[ask].next_id;
@@ -714,8 +732,9 @@ impl Partition {
 
     /// The ask record leases hang from: keyed by the application id, wanting
     /// nothing itself. Made again when the last lease took it away.
-    fn lease_ask(&mut self, app: AppId, now: u64) -> AskId {
-        if let Some(ask) = self.find_lease_ask(app) {
+    fn lease_ask(&mut self, app: AppId, found: Option<AskId>, now: u64) -> AskId {
+        debug_assert_eq!(found, self.find_lease_ask(app), "the lease ask as found");
+        if let Some(ask) = found {
             if let Some(o) = self.apps[app].offers.as_deref_mut() {
                 o.lease_ask = Some(ask);
             }

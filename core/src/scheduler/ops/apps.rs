@@ -8,7 +8,7 @@ use si::event_record::{ChangeDetail, ChangeType, Type as EventType};
 use unisched_si as si;
 
 use super::super::objects::*;
-use super::super::partition::{Partition, RejectedApp};
+use super::super::partition::{Partition, RejectedApp, StateChange};
 use crate::config::placement;
 use crate::resources::Resource;
 
@@ -110,7 +110,13 @@ impl Partition {
             tags,
             state: AppState::New,
             state_since: now,
-            state_log: vec![(AppState::New, now)],
+            // Room for the usual life (New, Accepted, Running, Completing):
+            // a log of one grew on the first change, in the middle of a pass.
+            state_log: {
+                let mut log = Vec::with_capacity(4);
+                log.push((AppState::New, now));
+                log
+            },
             submission_time: now,
             seq,
             allocated: Resource::ZERO,
@@ -238,7 +244,7 @@ impl Partition {
     }
 
     /// Moves an application to `to` if the state machine allows it, and reports it.
-    pub fn set_app_state(&mut self, app: AppId, to: AppState, now: u64, message: &str) {
+    pub fn set_app_state(&mut self, app: AppId, to: AppState, now: u64, message: &'static str) {
         let from = self.apps[app].state;
         if from == to {
             return;
@@ -260,43 +266,17 @@ impl Partition {
         } else if !matches!(to, AppState::Resuming) {
             self.count_running(app, false);
         }
-        self.report_state_change(app, now, message.to_string());
+        self.report_state_change(app, now, message);
     }
 
-    pub(super) fn report_state_change(&mut self, app: AppId, now: u64, message: String) {
+    pub(super) fn report_state_change(&mut self, app: AppId, now: u64, message: &'static str) {
         let a = &self.apps[app];
-        let state = a.state;
-        let id = a.id.clone();
-        self.outbox
-            .application
-            .updated
-            .push(si::UpdatedApplication {
-                application_id: id.to_string(),
-                state: state.as_str().to_string(),
-                state_transition_timestamp: i64::try_from(now).unwrap_or(i64::MAX),
-                message: message.clone(),
-            });
-        let detail = match state {
-            AppState::New => ChangeDetail::AppNew,
-            AppState::Accepted => ChangeDetail::AppAccepted,
-            AppState::Running => ChangeDetail::AppRunning,
-            AppState::Completing => ChangeDetail::AppCompleting,
-            AppState::Completed => ChangeDetail::AppCompleted,
-            AppState::Rejected => ChangeDetail::AppReject,
-            AppState::Failing => ChangeDetail::AppFailing,
-            AppState::Failed => ChangeDetail::AppFailed,
-            AppState::Resuming => ChangeDetail::AppResuming,
-            AppState::Expired => ChangeDetail::AppExpired,
-        };
-        self.outbox.event(
-            now,
-            EventType::App,
-            &id,
-            "",
-            ChangeType::Set,
-            detail,
+        self.outbox.state_change(StateChange {
+            app: a.id.clone(),
+            state: a.state,
+            at: now,
             message,
-        );
+        });
     }
 
     /// Moves an application to Running after an allocation, as upstream's
@@ -309,7 +289,7 @@ impl Partition {
         app: AppId,
         placeholder: bool,
         now: u64,
-        message: &str,
+        message: &'static str,
     ) {
         let state = self.apps[app].state;
         let startable = matches!(

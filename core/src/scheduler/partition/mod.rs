@@ -26,7 +26,9 @@ mod readers;
 mod usage;
 
 pub use ordering::weighted;
-pub use outbox::{AllocationBatch, Outbox, PendingEvent, Placed, Released};
+pub use outbox::{
+    AllocationBatch, ApplicationBatch, Outbox, PendingEvent, Placed, Released, StateChange,
+};
 pub use readers::RejectedApp;
 
 /// Index of the root queue.

@@ -9,6 +9,7 @@ use unisched_shim_api::Lease;
 use unisched_si as si;
 
 use crate::resources::Resource;
+use crate::scheduler::objects::AppState;
 
 /// A new allocation as the scheduling thread leaves it for the RM's
 /// dispatcher, which makes it a [`Lease`] on its own thread (the resource
@@ -120,23 +121,103 @@ impl Released {
     }
 }
 
-/// An event as the outbox keeps it: built, or a release's, built by the
-/// dispatcher. The order of the list is the order the RM sees.
+/// An application's change of state as the scheduling thread leaves it:
+/// the dispatcher makes it the response's `UpdatedApplication` and the
+/// application event (three strings and a record each, which an offer run
+/// made twice per framework on the scheduling thread).
+#[derive(Debug, Clone)]
+pub struct StateChange {
+    /// Application id.
+    pub app: Arc<str>,
+    /// The state it is in now.
+    pub state: AppState,
+    /// When it changed.
+    pub at: u64,
+    /// Why.
+    pub message: &'static str,
+}
+
+impl StateChange {
+    /// The response's form.
+    pub fn to_wire(&self) -> si::UpdatedApplication {
+        si::UpdatedApplication {
+            application_id: String::from(&*self.app),
+            state: self.state.as_str().to_string(),
+            state_transition_timestamp: i64::try_from(self.at).unwrap_or(i64::MAX),
+            message: self.message.to_string(),
+        }
+    }
+
+    /// The application event (`APP`, `SET`, the state's detail).
+    fn event(&self) -> si::EventRecord {
+        use si::event_record::{ChangeDetail, ChangeType, Type};
+        let detail = match self.state {
+            AppState::New => ChangeDetail::AppNew,
+            AppState::Accepted => ChangeDetail::AppAccepted,
+            AppState::Running => ChangeDetail::AppRunning,
+            AppState::Completing => ChangeDetail::AppCompleting,
+            AppState::Completed => ChangeDetail::AppCompleted,
+            AppState::Rejected => ChangeDetail::AppReject,
+            AppState::Failing => ChangeDetail::AppFailing,
+            AppState::Failed => ChangeDetail::AppFailed,
+            AppState::Resuming => ChangeDetail::AppResuming,
+            AppState::Expired => ChangeDetail::AppExpired,
+        };
+        event_record(
+            self.at,
+            Type::App,
+            String::from(&*self.app),
+            String::new(),
+            ChangeType::Set,
+            detail,
+            self.message.to_string(),
+        )
+    }
+}
+
+/// An event as the outbox keeps it: built, or a release's or a state
+/// change's, built by the dispatcher. The order of the list is the order
+/// the RM sees.
 #[derive(Debug, Clone)]
 pub enum PendingEvent {
-    /// A finished record.
-    Record(si::EventRecord),
+    /// A finished record (boxed: the list's other kinds are half its size,
+    /// and a run's list of state changes grows by copying).
+    Record(Box<si::EventRecord>),
     /// The event of a release, at a time.
     Released(u64, Released),
+    /// The event of an application's change of state.
+    State(StateChange),
 }
 
 impl PendingEvent {
     /// The wire record.
     pub fn into_record(self) -> si::EventRecord {
         match self {
-            PendingEvent::Record(r) => r,
+            PendingEvent::Record(r) => *r,
             PendingEvent::Released(at, r) => r.event(at),
+            PendingEvent::State(c) => c.event(),
         }
+    }
+}
+
+/// The application results of one flush: the response, and the changes of
+/// state still to be put at the end of its `updated` list.
+#[derive(Debug, Default)]
+pub struct ApplicationBatch {
+    /// Accepted and rejected applications (and nothing in `updated`).
+    pub response: si::ApplicationResponse,
+    /// Changes of state, in the order they happened.
+    pub states: Vec<StateChange>,
+}
+
+impl ApplicationBatch {
+    /// The wire response.
+    pub fn into_response(self) -> si::ApplicationResponse {
+        let mut response = self.response;
+        response
+            .updated
+            .extend(self.states.iter().map(StateChange::to_wire));
+        response
     }
 }
 
@@ -188,6 +269,9 @@ pub struct Outbox {
     pub released: Vec<Released>,
     /// Application results.
     pub application: si::ApplicationResponse,
+    /// Changes of application state, turned into `application.updated` by
+    /// the dispatcher.
+    pub app_states: Vec<StateChange>,
     /// Node results.
     pub node: si::NodeResponse,
     /// Events, in order.
@@ -221,7 +305,10 @@ impl Outbox {
     /// True when the application response carries anything.
     pub fn has_application(&self) -> bool {
         let a = &self.application;
-        !(a.accepted.is_empty() && a.rejected.is_empty() && a.updated.is_empty())
+        !(a.accepted.is_empty()
+            && a.rejected.is_empty()
+            && a.updated.is_empty()
+            && self.app_states.is_empty())
     }
 
     /// True when the node response carries anything.
@@ -254,7 +341,7 @@ impl Outbox {
         detail: si::event_record::ChangeDetail,
         message: String,
     ) {
-        self.events.push(PendingEvent::Record(event_record(
+        self.events.push(PendingEvent::Record(Box::new(event_record(
             now,
             kind,
             object.to_string(),
@@ -262,7 +349,19 @@ impl Outbox {
             change,
             detail,
             message,
-        )));
+        ))));
+    }
+
+    /// Room for `n` more changes of application state (and their events).
+    pub fn reserve_state_changes(&mut self, n: usize) {
+        self.events.reserve(n);
+        self.app_states.reserve(n);
+    }
+
+    /// Records an application's change of state for the RM and its event.
+    pub fn state_change(&mut self, change: StateChange) {
+        self.events.push(PendingEvent::State(change.clone()));
+        self.app_states.push(change);
     }
 
     /// Records a release for the RM and its event.
@@ -334,6 +433,76 @@ mod tests {
                 allocation_key: "key-1".to_string(),
                 allocation_id: "key-1-0".to_string(),
             }
+        );
+    }
+
+    /// A change of state keeps its place among the events, and the
+    /// dispatcher's forms (the event, the response's `updated` entry after
+    /// what the response already had) say what upstream's would.
+    #[test]
+    fn a_state_change_keeps_its_place_and_its_wire_forms() {
+        let mut out = Outbox::default();
+        assert!(!out.has_application());
+        out.queue_event(
+            1,
+            "root.a",
+            ChangeType::Add,
+            ChangeDetail::QueueApp,
+            "first",
+        );
+        out.state_change(StateChange {
+            app: Arc::from("app-1"),
+            state: AppState::Running,
+            at: 2,
+            message: "first offer",
+        });
+        out.queue_event(
+            3,
+            "root.b",
+            ChangeType::Remove,
+            ChangeDetail::DetailsNone,
+            "last",
+        );
+        assert!(
+            out.has_application(),
+            "a change of state is an application result"
+        );
+        let records: Vec<si::EventRecord> = out
+            .events
+            .into_iter()
+            .map(PendingEvent::into_record)
+            .collect();
+        let objects: Vec<&str> = records.iter().map(|r| r.object_id.as_str()).collect();
+        assert_eq!(objects, ["root.a", "app-1", "root.b"]);
+        let change = &records[1];
+        assert_eq!(change.r#type, Type::App as i32);
+        assert_eq!(change.reference_id, "");
+        assert_eq!(change.event_change_type, ChangeType::Set as i32);
+        assert_eq!(change.event_change_detail, ChangeDetail::AppRunning as i32);
+        assert_eq!(change.message, "first offer");
+        assert_eq!(change.timestamp_nano, 2);
+        let earlier = si::UpdatedApplication {
+            application_id: "app-0".to_string(),
+            ..Default::default()
+        };
+        let batch = ApplicationBatch {
+            response: si::ApplicationResponse {
+                updated: vec![earlier.clone()],
+                ..Default::default()
+            },
+            states: out.app_states,
+        };
+        assert_eq!(
+            batch.into_response().updated,
+            [
+                earlier,
+                si::UpdatedApplication {
+                    application_id: "app-1".to_string(),
+                    state: "Running".to_string(),
+                    state_transition_timestamp: 2,
+                    message: "first offer".to_string(),
+                }
+            ]
         );
     }
 }
