@@ -336,7 +336,17 @@ impl CoreLink {
                 a.remove.extend(b.remove);
             }
             (Some(Nodes(a)), Nodes(b)) => a.nodes.extend(b.nodes),
-            (Some(Offers(a)), Offers(b)) => a.extend(b),
+            (Some(Offers(a)), Offers(b)) => {
+                // A batch of REVIVEs adds two changes each: room for the
+                // part that goes ahead at once (`FLUSH_AHEAD` inputs, and
+                // the hold and run changes around them), not by doubling
+                // from the first call's two (nine copies of a growing list
+                // per part).
+                if a.capacity() - a.len() < b.len() {
+                    a.reserve(b.len().max(2 * super::FLUSH_AHEAD + 4));
+                }
+                a.extend(b);
+            }
             (Some(Allocations(a)), Allocations(b)) => {
                 a.allocations.extend(b.allocations);
                 let (ra, rb) = (
