@@ -377,8 +377,11 @@ mod tests {
     use super::*;
     use si::event_record::{ChangeDetail, ChangeType, Type};
 
-    #[test]
-    fn a_release_keeps_its_place_among_the_events_and_its_wire_form() {
+    /// An outbox with a queue event, what `add` records, and another queue
+    /// event, in that order; its event list made wire records, checked to
+    /// keep that order. Returns the outbox (events taken) and the record
+    /// of what `add` recorded (about `app-1`).
+    fn between_two_events(add: impl FnOnce(&mut Outbox)) -> (Outbox, si::EventRecord) {
         let mut out = Outbox::default();
         out.queue_event(
             1,
@@ -387,16 +390,7 @@ mod tests {
             ChangeDetail::DetailsNone,
             "first",
         );
-        out.release(
-            2,
-            Released {
-                app: Arc::from("app-1"),
-                key: Arc::from("key-1"),
-                id: Arc::from("key-1-0"),
-                termination: si::TerminationType::PreemptedByScheduler,
-                message: Cow::Borrowed("preempted"),
-            },
-        );
+        add(&mut out);
         out.queue_event(
             3,
             "root.b",
@@ -404,15 +398,30 @@ mod tests {
             ChangeDetail::DetailsNone,
             "last",
         );
-        assert!(out.has_allocation());
-        let records: Vec<si::EventRecord> = out
-            .events
+        let mut records: Vec<si::EventRecord> = std::mem::take(&mut out.events)
             .into_iter()
             .map(PendingEvent::into_record)
             .collect();
         let objects: Vec<&str> = records.iter().map(|r| r.object_id.as_str()).collect();
         assert_eq!(objects, ["root.a", "app-1", "root.b"]);
-        let release = &records[1];
+        (out, records.swap_remove(1))
+    }
+
+    #[test]
+    fn a_release_keeps_its_place_among_the_events_and_its_wire_form() {
+        let (out, release) = between_two_events(|out| {
+            out.release(
+                2,
+                Released {
+                    app: Arc::from("app-1"),
+                    key: Arc::from("key-1"),
+                    id: Arc::from("key-1-0"),
+                    termination: si::TerminationType::PreemptedByScheduler,
+                    message: Cow::Borrowed("preempted"),
+                },
+            )
+        });
+        assert!(out.has_allocation());
         assert_eq!(release.r#type, Type::App as i32);
         assert_eq!(release.reference_id, "key-1-0");
         assert_eq!(release.event_change_type, ChangeType::Remove as i32);
@@ -441,40 +450,19 @@ mod tests {
     /// what the response already had) say what upstream's would.
     #[test]
     fn a_state_change_keeps_its_place_and_its_wire_forms() {
-        let mut out = Outbox::default();
-        assert!(!out.has_application());
-        out.queue_event(
-            1,
-            "root.a",
-            ChangeType::Add,
-            ChangeDetail::QueueApp,
-            "first",
-        );
-        out.state_change(StateChange {
-            app: Arc::from("app-1"),
-            state: AppState::Running,
-            at: 2,
-            message: "first offer",
+        assert!(!Outbox::default().has_application());
+        let (out, change) = between_two_events(|out| {
+            out.state_change(StateChange {
+                app: Arc::from("app-1"),
+                state: AppState::Running,
+                at: 2,
+                message: "first offer",
+            })
         });
-        out.queue_event(
-            3,
-            "root.b",
-            ChangeType::Remove,
-            ChangeDetail::DetailsNone,
-            "last",
-        );
         assert!(
             out.has_application(),
             "a change of state is an application result"
         );
-        let records: Vec<si::EventRecord> = out
-            .events
-            .into_iter()
-            .map(PendingEvent::into_record)
-            .collect();
-        let objects: Vec<&str> = records.iter().map(|r| r.object_id.as_str()).collect();
-        assert_eq!(objects, ["root.a", "app-1", "root.b"]);
-        let change = &records[1];
         assert_eq!(change.r#type, Type::App as i32);
         assert_eq!(change.reference_id, "");
         assert_eq!(change.event_change_type, ChangeType::Set as i32);
