@@ -114,7 +114,9 @@ impl Sim {
         }
         out.extend(self.model.compare(&snap));
         out.extend(check::invariants(&snap, step));
-        out.extend(check::limits(&snap, &new));
+        let limits = check::StepLimits::of(&snap);
+        out.extend(check::limits(&snap, &new, self.step_limits.as_ref()));
+        self.step_limits = Some(limits);
         out.extend(check::liveness_except(
             &snap,
             self.predicates,

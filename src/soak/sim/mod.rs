@@ -125,6 +125,9 @@ pub struct Sim {
     /// (application, ask) the core named in the release as the one it makes
     /// room for.
     preempted_for: BTreeMap<String, (String, String)>,
+    /// The limits the last step ended with: those the next one starts
+    /// under (`check::limits`).
+    step_limits: Option<super::check::StepLimits>,
 }
 
 const REPLACED: i32 = si::TerminationType::PlaceholderReplaced as i32;
@@ -228,6 +231,7 @@ impl Sim {
             confirm_queue: Vec::new(),
             alloc_priority: BTreeMap::new(),
             preempted_for: BTreeMap::new(),
+            step_limits: None,
         };
         let mut violations = Vec::new();
         if let Err(e) = sim.register() {
