@@ -691,11 +691,15 @@ impl Partition {
                 {
                     self.parts_sent = self.parts_sent.saturating_add(1);
                     tracing::trace!(target: "unisched::timeline", part = self.parts_sent, "core: a part of the run goes out");
+                    let states = self.outbox.app_states.len();
                     send(std::mem::take(&mut self.outbox));
-                    // The next part's room at once, not by doubling.
+                    // The next part's room at once, not by doubling: its
+                    // leases, and its applications' first leases (each
+                    // moves one to Running) in the proportion of this part's.
+                    let next = super::allocate::offer_run_part_size(self.parts_sent);
+                    self.outbox.placed.reserve(next);
                     self.outbox
-                        .placed
-                        .reserve(super::allocate::offer_run_part_size(self.parts_sent));
+                        .reserve_state_changes((states * next).div_ceil(part.max(1)).min(next));
                 }
                 true
             }
