@@ -58,7 +58,9 @@ pub(super) enum WireResource<'a> {
 /// scalars: their bytes are copied, not written field by field again.
 #[derive(Debug, Default)]
 pub(super) struct PlainMemo {
-    role: String,
+    /// Inline: compared at every offer of the body, a string of its own
+    /// was a line of memory to wait for each time (roles are short).
+    role: smallvec::SmallVec<[u8; 32]>,
     scalars: smallvec::SmallVec<[(&'static str, u64); 4]>,
     /// Where in the body; empty: nothing remembered.
     bytes: std::ops::Range<usize>,
@@ -67,7 +69,7 @@ pub(super) struct PlainMemo {
 impl PlainMemo {
     /// True when `resources` in `role` are the scalars remembered.
     fn matches<'r>(&self, resources: impl Iterator<Item = WireResource<'r>>, role: &str) -> bool {
-        if self.bytes.is_empty() || self.role != role {
+        if self.bytes.is_empty() || self.role[..] != *role.as_bytes() {
             return false;
         }
         let mut n = 0;
@@ -100,7 +102,7 @@ impl PlainMemo {
             self.scalars.push((p.name, p.value.to_bits()));
         }
         self.role.clear();
-        self.role.push_str(role);
+        self.role.extend_from_slice(role.as_bytes());
         self.bytes = bytes;
     }
 }

@@ -285,6 +285,17 @@ impl Master {
             ..
         } in events
         {
+            // The framework's own list of its offers takes the run's at
+            // once: inserted as each offer was made, each insert waited for
+            // a line of that framework's table (the run goes round the
+            // frameworks, so none stayed in cache). Nothing reads the list
+            // while the run is open (no other input is applied).
+            if let Some(f) = self.frameworks.get_mut(&framework) {
+                f.offers.reserve(offers.len());
+                for &number in &offers {
+                    f.offers.insert(number);
+                }
+            }
             let mut count = offers.len();
             if stale {
                 (body, count) = self.encode_offers(&offers);
@@ -414,7 +425,6 @@ impl Master {
         }
         if f.offer_run.0 != run {
             f.offer_run = (run, open.events.len());
-            f.offers.reserve(open.per_framework);
             open.events.push(RunOffers {
                 framework: framework.clone(),
                 body: offer_wire::new_body(open.per_framework * OFFER_BYTES),
@@ -455,7 +465,6 @@ impl Master {
         *next_offer += 1;
         offers.write_id(number, &mut open.id);
         offer_by_lease.insert(lease.allocation_id.clone(), number);
-        f.offers.insert(number);
         match &brief {
             Some(brief) => push_agent_offer(
                 &mut event.body,
