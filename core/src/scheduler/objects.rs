@@ -554,6 +554,16 @@ impl Sizes {
         shared
     }
 
+    /// [`Sizes::intern`], leaving the size compared first as it was: for a
+    /// size taken once among a run of another (an application's new lease
+    /// ask, of size zero, between the offers of an allocation run).
+    pub fn intern_aside(&mut self, size: Resource) -> Arc<Resource> {
+        let last = self.last.take();
+        let shared = self.intern(size);
+        self.last = last;
+        shared
+    }
+
     /// Number of sizes in the table (some may no longer be used).
     #[cfg(test)]
     fn len(&self) -> usize {
@@ -825,6 +835,17 @@ mod tests {
         assert!(Arc::ptr_eq(&a, &c));
         assert!(!Arc::ptr_eq(&a, &b));
         assert_eq!(*b, size(20));
+    }
+
+    #[test]
+    fn a_size_interned_aside_shares_the_table_and_leaves_the_first_compared() {
+        let mut sizes = Sizes::default();
+        let run = sizes.intern(size(10));
+        let zero = sizes.intern_aside(Resource::ZERO);
+        assert!(Arc::ptr_eq(&zero, &sizes.intern_aside(Resource::ZERO)));
+        let first = sizes.last.clone().expect("a size compared first");
+        assert!(Arc::ptr_eq(&first, &run), "the run's size is still first");
+        assert!(Arc::ptr_eq(&zero, &sizes.intern(Resource::ZERO)));
     }
 
     #[test]

@@ -747,7 +747,8 @@ impl Partition {
         let key = self.apps[app].id.clone();
         let seq = self.seq();
         let next_id = self.apps[app].offers.as_ref().map_or(0, |o| o.next_lease);
-        let resource = self.sizes.intern(Resource::ZERO);
+        // Aside: the run's offers keep their size as the one compared first.
+        let resource = self.sizes.intern_aside(Resource::ZERO);
         // Room for the application's even share of the nodes a run can
         // lease: the list otherwise grew by doubling, four reallocations an
         // application in W4's run.
