@@ -156,34 +156,53 @@ impl Framework {
     }
 }
 
-/// A framework's outstanding offers, by number (`offer_book.rs`). An
-/// allocation run adds thousands: a hash set of numbers takes each without
-/// comparing it against others; the rare readers that list them get them in
-/// the order they were made from [`OfferSet::sorted`].
+/// A framework's outstanding offers, by number (`offer_book.rs`), in the
+/// order they were made. An allocation run adds thousands, each
+/// framework's in one go at the run's close: appended (numbers only grow),
+/// not hashed one by one. A withdrawn offer stays listed until withdrawn
+/// ones are about half the list, which is then cut down to the offers still
+/// out; readers skip the withdrawn the same way (the books say which).
 #[derive(Debug, Default)]
-pub struct OfferSet(std::collections::HashSet<u64, super::state::FixedState>);
+pub struct OfferSet {
+    numbers: Vec<u64>,
+    /// How many of `numbers` are still out (a count kept as offers come
+    /// and go; exact again after each cut).
+    out: usize,
+}
 
 impl OfferSet {
-    /// Adds an offer.
-    pub fn insert(&mut self, number: u64) {
-        self.0.insert(number);
+    /// Adds offers made after every offer already listed.
+    pub fn extend(&mut self, numbers: &[u64]) {
+        debug_assert!(
+            numbers.windows(2).all(|w| w[0] < w[1])
+                && self
+                    .numbers
+                    .last()
+                    .zip(numbers.first())
+                    .is_none_or(|(l, f)| l < f),
+            "offers are listed in the order they were made"
+        );
+        self.numbers.extend_from_slice(numbers);
+        self.out += numbers.len();
     }
 
-    /// Makes room for `more` offers.
-    pub fn reserve(&mut self, more: usize) {
-        self.0.reserve(more);
+    /// One of the offers was withdrawn; `outstanding` says which numbers
+    /// are still out (the books, that offer already gone from them).
+    pub fn remove(&mut self, outstanding: impl Fn(u64) -> bool) {
+        self.out = self.out.saturating_sub(1);
+        if self.numbers.len() > 2 * self.out + 32 {
+            self.numbers.retain(|&n| outstanding(n));
+            self.out = self.numbers.len();
+        }
     }
 
-    /// Removes an offer.
-    pub fn remove(&mut self, number: u64) {
-        self.0.remove(&number);
-    }
-
-    /// The offers in the order they were made.
-    pub fn sorted(&self) -> Vec<u64> {
-        let mut numbers: Vec<u64> = self.0.iter().copied().collect();
-        numbers.sort_unstable();
-        numbers
+    /// The offers still out (`outstanding`), in the order they were made.
+    pub fn sorted(&self, outstanding: impl Fn(u64) -> bool) -> Vec<u64> {
+        self.numbers
+            .iter()
+            .copied()
+            .filter(|&n| outstanding(n))
+            .collect()
     }
 }
 
@@ -244,6 +263,42 @@ mod tests {
         for (from, event, expected) in cases {
             assert_eq!(from.on(event), expected, "{from:?} on {event:?}");
         }
+    }
+
+    #[test]
+    fn an_offer_list_drops_withdrawn_offers_and_keeps_their_order() {
+        use std::collections::BTreeSet;
+        let mut list = OfferSet::default();
+        let mut books: BTreeSet<u64> = BTreeSet::new();
+        // Two runs' worth, then most withdrawn one by one in a scattered
+        // order: the list must list exactly the books' offers, in order,
+        // after every withdrawal, and shrink once most are gone.
+        let first: Vec<u64> = (1..=60).collect();
+        let second: Vec<u64> = (100..=160).step_by(2).collect();
+        for run in [&first, &second] {
+            list.extend(run);
+            books.extend(run.iter().copied());
+        }
+        let all: Vec<u64> = books.iter().copied().collect();
+        for (i, &n) in all.iter().enumerate().filter(|(i, _)| i % 7 != 3) {
+            books.remove(&n);
+            list.remove(|m| books.contains(&m));
+            let listed = list.sorted(|m| books.contains(&m));
+            let expected: Vec<u64> = books.iter().copied().collect();
+            assert_eq!(listed, expected, "after withdrawing {n} (the {i}th)");
+        }
+        assert!(
+            list.numbers.len() <= 2 * books.len() + 32,
+            "{} numbers kept for {} offers out",
+            list.numbers.len(),
+            books.len()
+        );
+        assert!(list.numbers.len() < all.len(), "the list was never cut");
+        // Later offers still go after the survivors.
+        list.extend(&[500, 501]);
+        books.extend([500, 501]);
+        let expected: Vec<u64> = books.iter().copied().collect();
+        assert_eq!(list.sorted(|m| books.contains(&m)), expected);
     }
 
     #[test]

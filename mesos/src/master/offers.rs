@@ -287,14 +287,11 @@ impl Master {
         {
             // The framework's own list of its offers takes the run's at
             // once: inserted as each offer was made, each insert waited for
-            // a line of that framework's table (the run goes round the
+            // a line of that framework's list (the run goes round the
             // frameworks, so none stayed in cache). Nothing reads the list
             // while the run is open (no other input is applied).
             if let Some(f) = self.frameworks.get_mut(&framework) {
-                f.offers.reserve(offers.len());
-                for &number in &offers {
-                    f.offers.insert(number);
-                }
+                f.offers.extend(&offers);
             }
             let mut count = offers.len();
             if stale {
@@ -545,8 +542,11 @@ impl Master {
         for lease in &offer.leases {
             self.offer_by_lease.remove(lease);
         }
-        if let Some(f) = self.frameworks.get_mut(&offer.framework) {
-            f.offers.remove(number);
+        let Master {
+            frameworks, offers, ..
+        } = self;
+        if let Some(f) = frameworks.get_mut(&offer.framework) {
+            f.offers.remove(|n| offers.get_number(n).is_some());
         }
         Some(offer)
     }

@@ -140,7 +140,7 @@ impl Master {
         let mut offered = Resources::default();
         let offers: Vec<Value> = f
             .offers
-            .sorted()
+            .sorted(|n| self.offers.get_number(n).is_some())
             .iter()
             .filter_map(|&n| self.offers.get_number(n))
             .map(|o| {
