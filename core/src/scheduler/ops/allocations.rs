@@ -307,7 +307,7 @@ impl Partition {
         let key = self.asks[ask].key.clone();
         let alloc = self.allocs.insert(Allocation {
             key,
-            id: id.clone(),
+            id,
             app,
             node,
             resource,
