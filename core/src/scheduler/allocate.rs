@@ -721,17 +721,39 @@ impl Partition {
     ) -> AllocId {
         let key = self.asks[ask].key.clone();
         let mut number = self.asks[ask].next_id;
-        // The first free id of the ask, put in `alloc_by_id` as it is
-        // found (one hash of it, not one to look and one to insert), under
-        // the number the record below gets.
-        let id = loop {
-            let id = allocation_id(&mut self.id_scratch, &key, number);
-            match self.alloc_by_id.entry(id) {
-                std::collections::hash_map::Entry::Occupied(_) => number += 1,
-                std::collections::hash_map::Entry::Vacant(v) => {
-                    let id = v.key().clone();
-                    v.insert(self.allocs.vacant_key());
+        // An ask keyed by its application's id (an offer's lease ask) gets
+        // the first id free in `alloc_by_id`, and the id waits in
+        // `unfiled_ids` until the pass's results are sent: an insert writes
+        // a line of a table as large as the run, which the next counted
+        // reference then waited for (an eighth of a W4 run's scheduling
+        // thread), where a miss reads the group of control bytes alone.
+        // No other id of the pass can be the same: an id is `key-number`,
+        // one key is one application's, and an application's numbers only
+        // grow (`next_id`). Any other ask's id goes in at once, after the
+        // waiting ones (ids of other keys it could meet).
+        let unfiled = std::sync::Arc::ptr_eq(&key, &self.apps[app].id);
+        let id = if unfiled {
+            loop {
+                let id = allocation_id(&mut self.id_scratch, &key, number);
+                if !self.alloc_by_id.contains_key(&id) {
                     break id;
+                }
+                number += 1;
+            }
+        } else {
+            self.file_ids();
+            // The first free id of the ask, put in `alloc_by_id` as it is
+            // found (one hash of it, not one to look and one to insert),
+            // under the number the record below gets.
+            loop {
+                let id = allocation_id(&mut self.id_scratch, &key, number);
+                match self.alloc_by_id.entry(id) {
+                    std::collections::hash_map::Entry::Occupied(_) => number += 1,
+                    std::collections::hash_map::Entry::Vacant(v) => {
+                        let id = v.key().clone();
+                        v.insert(self.allocs.vacant_key());
+                        break id;
+                    }
                 }
             }
         };
@@ -755,10 +777,15 @@ impl Partition {
             node_handle: self.nodes[node].rm_handle,
             app_handle: self.apps[app].rm_handle,
         };
-        let alloc = self.record_allocation(app, ask, node, id, size, meta, now);
-        debug_assert_eq!(
-            self.alloc_by_id.get(&*placed.id).copied(),
-            Some(alloc),
+        let alloc = if unfiled {
+            let alloc = self.record_allocation(app, ask, node, id.clone(), size, meta, now);
+            self.unfiled_ids.push((id, alloc));
+            alloc
+        } else {
+            self.record_allocation(app, ask, node, id, size, meta, now)
+        };
+        debug_assert!(
+            unfiled || self.alloc_by_id.get(&*placed.id).copied() == Some(alloc),
             "the allocation is under its id"
         );
         self.outbox.placed.push(placed);

@@ -792,6 +792,11 @@ impl Engine {
             };
             send_outbox(&rm.dispatcher, out, p.plain_name(), part);
         }
+        // The pass's lease ids go into their map now that its results are
+        // on their way (the map's writes no longer before the last part).
+        for p in self.partitions.values_mut() {
+            p.file_ids();
+        }
     }
 
     fn flush_rm(&mut self, rm_id: &str, rm: &RmEntry) {

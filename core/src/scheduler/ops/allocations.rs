@@ -42,6 +42,7 @@ impl Partition {
         let Some(&app) = self.app_by_id.get(app_id) else {
             return ignored("no such application");
         };
+        self.file_ids();
         let targets: Vec<AllocId> = if !rel.allocation_id.is_empty() {
             match self.alloc_by_id.get(rel.allocation_id.as_str()) {
                 Some(&a) if self.allocs[a].app == app => vec![a],
@@ -116,6 +117,7 @@ impl Partition {
         id: AllocId,
         termination: si::TerminationType,
     ) -> Allocation {
+        self.file_ids();
         let alloc = self.allocs.remove(id);
         self.alloc_by_id.remove(&alloc.id);
         self.remove_usage(alloc.app, alloc.node, &alloc.resource, alloc.placeholder);
@@ -205,6 +207,7 @@ impl Partition {
         } else {
             Arc::from(alloc.allocation_id.as_str())
         };
+        self.file_ids();
         if self.alloc_by_id.contains_key(&id) {
             return self.reject_allocation(
                 &key,
@@ -286,6 +289,24 @@ impl Partition {
         }
         self.progress_on_allocation(app, placeholder, now, "allocation recovered");
         self.rekey_app(app);
+    }
+
+    /// Puts the ids of the leases made since the last call into
+    /// `alloc_by_id`. Each was free in the map when made, and the leases of
+    /// one pass have distinct ids (see `place`).
+    pub fn file_ids(&mut self) {
+        for (id, alloc) in self.unfiled_ids.drain(..) {
+            if let Some(other) = self.alloc_by_id.insert(id, alloc) {
+                // Not reached: an id is made only when free in the map and
+                // in the pass. Were it, the later allocation keeps the id.
+                debug_assert_eq!(other, alloc, "an allocation id made twice");
+                tracing::error!(
+                    allocation = alloc,
+                    other,
+                    "an allocation id was made twice; the later allocation keeps it"
+                );
+            }
+        }
     }
 
     /// Records an allocation and its usage. Not under its id in

@@ -85,8 +85,13 @@ pub struct Partition {
     pub sizes: Sizes,
     /// Allocations.
     pub allocs: Slab<Allocation>,
-    /// Allocation by id.
+    /// Allocation by id, but for those in `unfiled_ids`: read it after
+    /// [`Partition::file_ids`].
     pub alloc_by_id: FastMap<Arc<str>, AllocId>,
+    /// Leases made in the current pass whose ids are not yet in
+    /// `alloc_by_id` (see `place`): filed after the pass's results are
+    /// sent, or before anything reads the map.
+    pub unfiled_ids: Vec<(Arc<str>, AllocId)>,
     /// Nodes.
     pub nodes: Slab<Node>,
     /// Node by id.
@@ -200,6 +205,7 @@ impl Partition {
             sizes: Sizes::default(),
             allocs: Slab::new(),
             alloc_by_id: FastMap::default(),
+            unfiled_ids: Vec::new(),
             nodes: Slab::new(),
             node_by_id: FastMap::default(),
             node_index: BTreeSet::new(),
