@@ -190,6 +190,10 @@ impl Partition {
         let arena = pending.min(ARENA_RESERVE_CAP);
         self.allocs.reserve(arena);
         self.alloc_by_id.reserve(arena);
+        if self.offers.is_some() {
+            // A run's lease ids wait here until its results are sent.
+            self.unfiled_ids.reserve(arena);
+        }
         self.freed_in_pass = false;
         self.pass += 1;
         // The memos hold for one pass only: a rerun comes after reservations
