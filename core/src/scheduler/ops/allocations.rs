@@ -296,10 +296,14 @@ impl Partition {
     /// one pass have distinct ids (see `place`).
     pub fn file_ids(&mut self) {
         for (id, alloc) in self.unfiled_ids.drain(..) {
-            if let Some(other) = self.alloc_by_id.insert(id, alloc) {
-                // Not reached: an id is made only when free in the map and
-                // in the pass. Were it, the later allocation keeps the id.
-                debug_assert_eq!(other, alloc, "an allocation id made twice");
+            let previous = self.alloc_by_id.insert(id, alloc);
+            // Not reached: an id is made only when free in the map and in
+            // the pass. Were it, the later allocation keeps the id.
+            debug_assert!(
+                previous.is_none(),
+                "allocation {alloc}'s id was {previous:?}'s"
+            );
+            if let Some(other) = previous {
                 tracing::error!(
                     allocation = alloc,
                     other,
