@@ -196,13 +196,10 @@ impl OfferSet {
         }
     }
 
-    /// The offers still out (`outstanding`), in the order they were made.
-    pub fn sorted(&self, outstanding: impl Fn(u64) -> bool) -> Vec<u64> {
-        self.numbers
-            .iter()
-            .copied()
-            .filter(|&n| outstanding(n))
-            .collect()
+    /// The listed offers `keep` holds (the caller's test of being still
+    /// out, and any more it wants), in the order they were made.
+    pub fn listed(&self, keep: impl Fn(u64) -> bool) -> Vec<u64> {
+        self.numbers.iter().copied().filter(|&n| keep(n)).collect()
     }
 }
 
@@ -283,7 +280,7 @@ mod tests {
         for (i, &n) in all.iter().enumerate().filter(|(i, _)| i % 7 != 3) {
             books.remove(&n);
             list.remove(|m| books.contains(&m));
-            let listed = list.sorted(|m| books.contains(&m));
+            let listed = list.listed(|m| books.contains(&m));
             let expected: Vec<u64> = books.iter().copied().collect();
             assert_eq!(listed, expected, "after withdrawing {n} (the {i}th)");
         }
@@ -298,7 +295,7 @@ mod tests {
         list.extend(&[500, 501]);
         books.extend([500, 501]);
         let expected: Vec<u64> = books.iter().copied().collect();
-        assert_eq!(list.sorted(|m| books.contains(&m)), expected);
+        assert_eq!(list.listed(|m| books.contains(&m)), expected);
     }
 
     #[test]

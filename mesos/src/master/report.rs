@@ -140,8 +140,9 @@ impl Master {
         let mut offered = Resources::default();
         let offers: Vec<Value> = f
             .offers
-            .sorted(|n| self.offers.get_number(n).is_some())
+            .listed(|_| true)
             .iter()
+            // The books hold the offers still out (one look-up each).
             .filter_map(|&n| self.offers.get_number(n))
             .map(|o| {
                 let resources = o.resources.allocated(&o.role);

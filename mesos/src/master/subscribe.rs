@@ -246,7 +246,7 @@ impl Master {
     fn remove_role(&mut self, framework: &str, role: &str) {
         let offers: Vec<u64> = self.frameworks[framework]
             .offers
-            .sorted(|o| self.offers.get_number(o).is_some_and(|o| *o.role == *role));
+            .listed(|o| self.offers.get_number(o).is_some_and(|o| *o.role == *role));
         for o in offers {
             self.rescind(o, true);
         }
@@ -297,7 +297,7 @@ impl Master {
     /// takes back its outstanding offers (rescinded when its stream is open).
     fn deactivate(&mut self, id: &str, rescind: bool) {
         let f = &self.frameworks[id];
-        let offers = f.offers.sorted(|o| self.offers.get_number(o).is_some());
+        let offers = f.offers.listed(|o| self.offers.get_number(o).is_some());
         let changes: Vec<OfferChange> = f
             .roles
             .iter()
