@@ -125,8 +125,13 @@ pub struct Queue {
     pub dynamic: bool,
     /// Active or draining.
     pub state: QueueState,
-    /// Guaranteed resources (0 = none).
-    pub guaranteed: Resource,
+    /// Guaranteed resources (0 = none): set through
+    /// [`Queue::set_guaranteed`], which keeps `has_guarantee` with it.
+    guaranteed: Resource,
+    /// True when `guaranteed` is not zero: a queue's ordering key asks at
+    /// every re-key, and the 128 bytes of `guaranteed` were two lines of
+    /// memory to wait for each time, where most queues guarantee nothing.
+    has_guarantee: bool,
     /// Maximum (unlimited types are `i64::MAX`).
     pub max: Resource,
     /// True when some type of `max` is limited.
@@ -180,6 +185,7 @@ impl Queue {
             dynamic: false,
             state: QueueState::Active,
             guaranteed: Resource::ZERO,
+            has_guarantee: false,
             max: Resource::UNLIMITED,
             has_max: false,
             max_applications: 0,
@@ -227,11 +233,27 @@ impl Queue {
     /// The base against which this queue's usage share is computed: the
     /// guarantee, or the max where nothing is guaranteed.
     pub fn share_base(&self) -> &Resource {
-        if self.guaranteed.is_zero() {
-            &self.max
-        } else {
+        if self.has_guarantee {
             &self.guaranteed
+        } else {
+            &self.max
         }
+    }
+
+    /// Guaranteed resources (0 = none).
+    pub fn guaranteed(&self) -> &Resource {
+        &self.guaranteed
+    }
+
+    /// True when the queue guarantees something.
+    pub fn has_guarantee(&self) -> bool {
+        self.has_guarantee
+    }
+
+    /// Sets the guaranteed resources.
+    pub fn set_guaranteed(&mut self, guaranteed: Resource) {
+        self.guaranteed = guaranteed;
+        self.has_guarantee = !guaranteed.is_zero();
     }
 }
 
@@ -824,6 +846,20 @@ mod tests {
 
     fn size(memory: i64) -> Resource {
         Resource::from_pairs(&[(0, memory), (1, 1)])
+    }
+
+    #[test]
+    fn a_queue_knows_whether_it_guarantees_anything() {
+        let mut q = Queue::new("root.a".into(), Some(0), false);
+        assert!(!q.has_guarantee());
+        assert_eq!(q.share_base(), &Resource::UNLIMITED, "no guarantee: the max");
+        q.set_guaranteed(size(512));
+        assert!(q.has_guarantee());
+        assert_eq!(q.guaranteed(), &size(512));
+        assert_eq!(q.share_base(), &size(512), "a guarantee is the share base");
+        q.set_guaranteed(Resource::ZERO);
+        assert!(!q.has_guarantee(), "a guarantee taken away is none");
+        assert_eq!(q.share_base(), &Resource::UNLIMITED);
     }
 
     #[test]

@@ -179,11 +179,11 @@ impl Partition {
     /// it guarantees; a queue guaranteeing nothing is never under it).
     fn within_guarantee(&self, queue: QueueId, res: &Resource) -> bool {
         let q = &self.queues[queue];
-        if q.guaranteed.is_zero() {
+        if !q.has_guarantee() {
             return false;
         }
         let after = q.allocated.plus(res);
-        q.guaranteed
+        q.guaranteed()
             .0
             .iter()
             .zip(after.0.iter())
@@ -270,7 +270,7 @@ impl Partition {
                 // with the whole selection below).
                 let q = &self.queues[vq];
                 let stays = q
-                    .guaranteed
+                    .guaranteed()
                     .0
                     .iter()
                     .zip(q.allocated.0.iter().zip(al.resource.0.iter()))
@@ -330,7 +330,7 @@ impl Partition {
                     }
                 }
                 queue
-                    .guaranteed
+                    .guaranteed()
                     .0
                     .iter()
                     .zip(after.0.iter())

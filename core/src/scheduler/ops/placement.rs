@@ -122,13 +122,13 @@ impl Partition {
         let changed = [
             (q.max != max, si::event_record::ChangeDetail::QueueMax),
             (
-                q.guaranteed != guaranteed,
+                *q.guaranteed() != guaranteed,
                 si::event_record::ChangeDetail::QueueGuaranteed,
             ),
         ];
         q.max = max;
         q.has_max = max != Resource::UNLIMITED;
-        q.guaranteed = guaranteed;
+        q.set_guaranteed(guaranteed);
         let path = q.path.clone();
         for (_, detail) in changed.into_iter().filter(|(c, _)| *c) {
             self.outbox.queue_event(
@@ -182,7 +182,7 @@ impl Partition {
             let names = self.names.clone();
             let q = &mut self.queues[child];
             if let Ok(g) = names.from_map(&t.guaranteed) {
-                q.guaranteed = g;
+                q.set_guaranteed(g);
             }
             if let Ok(m) = names.limit_from_map(&t.max) {
                 q.has_max = m != Resource::UNLIMITED;

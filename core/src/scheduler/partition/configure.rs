@@ -57,7 +57,7 @@ impl Partition {
             q.is_parent = planned.is_parent || !q.children.is_empty();
             q.dynamic = false;
             q.state = QueueState::Active;
-            q.guaranteed = planned.guaranteed;
+            q.set_guaranteed(planned.guaranteed);
             // The root's max is the cluster's (see `set_root_max`); the
             // configuration never sets one (validation refuses it).
             if id != ROOT {

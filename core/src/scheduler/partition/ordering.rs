@@ -235,9 +235,10 @@ impl Partition {
         let share = if self.offers.is_some() {
             // Below its guarantee (a Mesos quota guarantee) first, by how far
             // below; then every other queue by weighted dominant share.
-            let below = (0..self.lanes.get()).any(|i| q.allocated.0[i] < q.guaranteed.0[i]);
+            let below = q.has_guarantee()
+                && (0..self.lanes.get()).any(|i| q.allocated.0[i] < q.guaranteed().0[i]);
             if below {
-                q.allocated.dominant_share_in(&q.guaranteed, self.lanes)
+                q.allocated.dominant_share_in(q.guaranteed(), self.lanes)
             } else {
                 (1 << 63)
                     | self

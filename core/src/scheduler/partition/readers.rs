@@ -28,7 +28,7 @@ impl Partition {
                     }
                     .to_string(),
                     dynamic: q.dynamic,
-                    guaranteed: map(&q.guaranteed),
+                    guaranteed: map(q.guaranteed()),
                     max: map(&q.max),
                     allocated: map(&q.allocated),
                     pending: map(&q.pending),
