@@ -852,7 +852,11 @@ mod tests {
     fn a_queue_knows_whether_it_guarantees_anything() {
         let mut q = Queue::new("root.a".into(), Some(0), false);
         assert!(!q.has_guarantee());
-        assert_eq!(q.share_base(), &Resource::UNLIMITED, "no guarantee: the max");
+        assert_eq!(
+            q.share_base(),
+            &Resource::UNLIMITED,
+            "no guarantee: the max"
+        );
         q.set_guaranteed(size(512));
         assert!(q.has_guarantee());
         assert_eq!(q.guaranteed(), &size(512));
