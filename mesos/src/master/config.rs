@@ -131,8 +131,53 @@ pub fn mesos_partition(
         Value::Sequence(vec![Value::Mapping(partition)]),
     );
     let text = serde_yaml::to_string(&Value::Mapping(out)).map_err(|e| e.to_string())?;
-    unisched_core::config::parse(&text).map_err(|e| e.to_string())?;
+    let parsed = unisched_core::config::parse(&text).map_err(|e| e.to_string())?;
+    if let Some(p) = parsed.partitions.first() {
+        check_mesos_names(&p.root, &p.root.name)?;
+    }
     Ok(text)
+}
+
+/// Refuses quantities named with the Mesos names the front end gives the
+/// core under other names: an agent's `cpus` reach the core as `vcore`
+/// and its `mem` as `memory`, so a guarantee or limit of `cpus` or `mem`
+/// would name a resource no agent has (a guarantee never met, which sorts
+/// its role first forever; a limit that limits nothing).
+fn check_mesos_names(queue: &unisched_core::config::QueueConfig, path: &str) -> Result<(), String> {
+    let mut lists: Vec<(String, &BTreeMap<String, i64>)> = vec![
+        ("resources.guaranteed".to_string(), &queue.guaranteed),
+        ("resources.max".to_string(), &queue.max),
+    ];
+    if let Some(t) = &queue.child_template {
+        lists.push((
+            "childtemplate.resources.guaranteed".to_string(),
+            &t.guaranteed,
+        ));
+        lists.push(("childtemplate.resources.max".to_string(), &t.max));
+    }
+    for l in &queue.limits {
+        lists.push((
+            format!("limits ({}).maxresources", l.limit),
+            &l.max_resources,
+        ));
+    }
+    for (field, map) in lists {
+        for name in map.keys() {
+            let core_name = match name.as_str() {
+                "cpus" => "vcore: 2 is two cpus, 500m half of one",
+                "mem" => "memory in bytes: memory: 512Mi is 512 MB",
+                _ => continue,
+            };
+            return Err(format!(
+                "queue {path}: {field} names '{name}', which no agent has in the core: \
+                 Mesos resources are counted in the core's names and units ({core_name})"
+            ));
+        }
+    }
+    for child in &queue.queues {
+        check_mesos_names(child, &format!("{path}.{}", child.name))?;
+    }
+    Ok(())
 }
 
 /// Parses `--mesos-weights r1=2,r2=1`.
@@ -158,6 +203,70 @@ pub fn parse_weights(text: &str) -> Result<BTreeMap<String, f64>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mesos_names_in_quantities_are_refused_with_the_core_names() {
+        let with = |resources: &str| {
+            format!(
+                "
+partitions:
+  - name: default
+    queues:
+      - name: root
+        submitacl: '*'
+        queues:
+          - name: a
+            queues:
+              - name: b
+{resources}
+"
+            )
+        };
+        let none = BTreeMap::new();
+        let e = mesos_partition(
+            Some(&with(
+                "                resources:\n                  guaranteed: {cpus: 2}",
+            )),
+            &none,
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("queue root.a.b: resources.guaranteed names 'cpus'"),
+            "{e}"
+        );
+        assert!(e.contains("vcore: 2 is two cpus"), "{e}");
+        let e = mesos_partition(
+            Some(&with(
+                "                resources:\n                  max: {mem: 512Mi}",
+            )),
+            &none,
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("queue root.a.b: resources.max names 'mem'"),
+            "{e}"
+        );
+        let e = mesos_partition(
+            Some(&with(
+                "                limits:\n                  - limit: one\n                    users: ['*']\n                    maxresources: {cpus: 1}",
+            )),
+            &none,
+        )
+        .unwrap_err();
+        assert!(e.contains("limits (one).maxresources names 'cpus'"), "{e}");
+        // The core's names, and other scalars, are taken.
+        let ok = mesos_partition(
+            Some(&with(
+                "                resources:\n                  guaranteed: {vcore: 2, memory: 512Mi, gpus: 1000}",
+            )),
+            &none,
+        )
+        .unwrap();
+        let c = unisched_core::config::parse(&ok).unwrap();
+        let b = c.partitions[0].root.find("root.a.b").unwrap();
+        assert_eq!(b.guaranteed.get("vcore"), Some(&2000));
+        assert_eq!(b.guaranteed.get("memory"), Some(&(512 << 20)));
+    }
 
     #[test]
     fn the_default_gets_provided_placement() {
