@@ -223,36 +223,21 @@ partitions:
             )
         };
         let none = BTreeMap::new();
-        let e = mesos_partition(
-            Some(&with(
-                "                resources:\n                  guaranteed: {cpus: 2}",
-            )),
-            &none,
-        )
-        .unwrap_err();
+        let refused = |resources: &str| mesos_partition(Some(&with(resources)), &none).unwrap_err();
+        let e = refused("                resources:\n                  guaranteed: {cpus: 2}");
         assert!(
             e.contains("queue root.a.b: resources.guaranteed names 'cpus'"),
             "{e}"
         );
         assert!(e.contains("vcore: 2 is two cpus"), "{e}");
-        let e = mesos_partition(
-            Some(&with(
-                "                resources:\n                  max: {mem: 512Mi}",
-            )),
-            &none,
-        )
-        .unwrap_err();
+        let e = refused("                resources:\n                  max: {mem: 512Mi}");
         assert!(
             e.contains("queue root.a.b: resources.max names 'mem'"),
             "{e}"
         );
-        let e = mesos_partition(
-            Some(&with(
-                "                limits:\n                  - limit: one\n                    users: ['*']\n                    maxresources: {cpus: 1}",
-            )),
-            &none,
-        )
-        .unwrap_err();
+        let e = refused(
+            "                limits:\n                  - limit: one\n                    users: ['*']\n                    maxresources: {cpus: 1}",
+        );
         assert!(e.contains("limits (one).maxresources names 'cpus'"), "{e}");
         // The core's names, and other scalars, are taken.
         let ok = mesos_partition(
