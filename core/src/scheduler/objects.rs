@@ -112,66 +112,76 @@ impl NodeKey {
 
 /// A queue in the hierarchy.
 #[derive(Debug)]
+// Laid out by hand (`repr(C)`), each record starting a cache line
+// (`align(64)`): an allocation run visits a leaf queue once per lease it
+// makes there, long after its last visit, so every line of the record it
+// reads is a miss. What a visit reads comes first and together: the first
+// line of `allocated`, `max` and `pending` (a partition with up to eight
+// resource types reads no further), then the scalars, the queue's key and
+// its order of applications. The rest (names, configuration, children) is
+// read when the queue is configured or shown. `layout_keeps_the_walk_together`
+// pins it.
+#[repr(C, align(64))]
 pub struct Queue {
-    /// Full path, e.g. `root.a`.
-    pub path: Arc<str>,
+    /// Allocated below this queue.
+    pub allocated: Resource,
+    /// Maximum (unlimited types are `i64::MAX`).
+    pub max: Resource,
+    /// Pending below this queue.
+    pub pending: Resource,
     /// Parent queue (none for root).
     pub parent: Option<QueueId>,
-    /// Child queues, in creation order.
-    pub children: Vec<QueueId>,
+    /// Scheduling pass in which this queue was found unable to allocate.
+    pub blocked_in_pass: u64,
+    /// `weight` in thousandths (1000 = 1): fair shares are divided by it.
+    pub weight_milli: u64,
+    /// User and group limits, with the usage tracked against them.
+    pub limits: Option<Box<super::limits::QueueLimits>>,
+    /// `priority.offset`: added to the priority this queue shows its parent.
+    pub priority_offset: i32,
     /// True for a parent queue (never holds applications).
     pub is_parent: bool,
-    /// Created by placement rather than configuration.
-    pub dynamic: bool,
     /// Active or draining.
     pub state: QueueState,
-    /// Guaranteed resources (0 = none): set through
-    /// [`Queue::set_guaranteed`], which keeps `has_guarantee` with it.
-    guaranteed: Resource,
     /// True when `guaranteed` is not zero: a queue's ordering key asks at
     /// every re-key, and the 128 bytes of `guaranteed` were two lines of
     /// memory to wait for each time, where most queues guarantee nothing.
     has_guarantee: bool,
-    /// Maximum (unlimited types are `i64::MAX`).
-    pub max: Resource,
     /// True when some type of `max` is limited.
     pub has_max: bool,
-    /// Application limit (0 = none).
-    pub max_applications: u64,
-    /// Applications below this queue that count against maxapplications.
-    pub running_apps: u64,
-    /// Effective properties after inheritance.
-    pub properties: BTreeMap<String, String>,
-    /// Leaf: how applications are ordered.
-    pub app_sort: AppSortPolicy,
     /// Leaf: whether application priority orders first.
     pub sort_priority: bool,
-    /// User and group limits, with the usage tracked against them.
-    pub limits: Option<Box<super::limits::QueueLimits>>,
+    /// `priority.policy: fence`: the parent sees only the offset.
+    pub priority_fence: bool,
+    /// The key under which this queue sits in its parent's `child_order`.
+    pub key_in_parent: Option<QueueKey>,
+    /// Leaf: applications with pending demand, in sort order.
+    pub app_order: KeyHeap<AppKey>,
+    /// Parent: children with pending demand, in sort order.
+    pub child_order: KeyHeap<QueueKey>,
+    /// Applications below this queue that count against maxapplications.
+    pub running_apps: u64,
+    /// Application limit (0 = none).
+    pub max_applications: u64,
+    /// Guaranteed resources (0 = none): set through
+    /// [`Queue::set_guaranteed`], which keeps `has_guarantee` with it.
+    guaranteed: Resource,
+    /// Full path, e.g. `root.a`.
+    pub path: Arc<str>,
+    /// Child queues, in creation order.
+    pub children: Vec<QueueId>,
+    /// Created by placement rather than configuration.
+    pub dynamic: bool,
+    /// Leaf: how applications are ordered.
+    pub app_sort: AppSortPolicy,
+    /// Effective properties after inheritance.
+    pub properties: BTreeMap<String, String>,
     /// Submit ACL text as configured.
     pub submit_acl: Option<String>,
     /// Admin ACL text as configured.
     pub admin_acl: Option<String>,
-    /// Allocated below this queue.
-    pub allocated: Resource,
-    /// Pending below this queue.
-    pub pending: Resource,
-    /// Parent: children with pending demand, in sort order.
-    pub child_order: KeyHeap<QueueKey>,
-    /// Leaf: applications with pending demand, in sort order.
-    pub app_order: KeyHeap<AppKey>,
     /// Leaf: every application placed here.
     pub apps: BTreeSet<AppId>,
-    /// The key under which this queue sits in its parent's `child_order`.
-    pub key_in_parent: Option<QueueKey>,
-    /// Scheduling pass in which this queue was found unable to allocate.
-    pub blocked_in_pass: u64,
-    /// `priority.offset`: added to the priority this queue shows its parent.
-    pub priority_offset: i32,
-    /// `priority.policy: fence`: the parent sees only the offset.
-    pub priority_fence: bool,
-    /// `weight` in thousandths (1000 = 1): fair shares are divided by it.
-    pub weight_milli: u64,
 }
 
 impl Queue {
@@ -339,78 +349,83 @@ impl AppState {
 
 /// An application.
 #[derive(Debug)]
+// Laid out by hand (`repr(C)`, `align(64)`), as `Queue` is: what an
+// allocation run reads of an application at each of its leases comes first
+// (the first line of `allocated`, the ids, the state and the key), in four
+// lines; the rest is read when its asks change or it is shown.
+#[repr(C, align(64))]
 pub struct App {
+    /// Allocated to this application's real (not placeholder) allocations.
+    pub allocated: Resource,
     /// Application id.
     pub id: Arc<str>,
-    /// Leaf queue.
-    pub queue: QueueId,
     /// Owner.
     pub user: Arc<str>,
-    /// Owner's groups.
-    pub groups: Vec<String>,
     /// The group whose limits apply to this application, if any.
     pub limit_group: Option<Arc<str>>,
-    /// Tags given at submission.
-    #[allow(dead_code)] // read by placement and gang scheduling
-    pub tags: BTreeMap<String, String>,
+    /// Offer demand and decline filters, for applications of an offer-based RM.
+    pub offers: Option<Box<super::offers::AppOffers>>,
+    /// Leaf queue.
+    pub queue: QueueId,
+    /// Asks with allocations still wanted, in order.
+    pub pending_order: BTreeSet<AskKey>,
+    /// Submission order within the partition.
+    pub seq: u64,
     /// The RM's number of the application (tag `RM_HANDLE`), 0 for none:
     /// handed back on its leases.
     pub rm_handle: u64,
+    /// Scheduling pass in which the app was found unable to allocate.
+    pub blocked_in_pass: u64,
+    /// Number of allocations.
+    pub allocation_count: usize,
     /// Current state.
     pub state: AppState,
+    /// Whether it counts in its queues' `running_apps`.
+    pub counted_running: bool,
+    /// Some ask that may preempt others may be pending (set as such asks
+    /// come in, made exact again with `pending_floor`).
+    pub floor_preempts: bool,
+    /// See `walk_floor`.
+    pub walk_preempts: bool,
+    /// The key under which the app sits in its queue's `app_order`.
+    pub key_in_queue: Option<AppKey>,
+    /// Scheduling pass the cursor belongs to.
+    pub cursor_pass: u64,
+    /// Gang scheduling state; `None` for an application that never used
+    /// placeholders (the common case costs nothing).
+    pub gang: Option<Box<super::gang::Gang>>,
     /// Clock time of the last transition.
     pub state_since: u64,
-    /// Every state entered with its clock time, oldest first (for readers;
-    /// an application makes a handful of transitions in its life).
-    pub state_log: Vec<(AppState, u64)>,
+    /// Pending for this application.
+    pub pending: Resource,
+    /// Asks up to and including this key failed in `cursor_pass`.
+    pub cursor: Option<AskKey>,
     /// Clock time of submission.
     pub submission_time: u64,
-    /// Submission order within the partition.
-    pub seq: u64,
-    /// Allocated to this application's real (not placeholder) allocations.
-    pub allocated: Resource,
     /// Held by this application's placeholders, tracked apart from
     /// `allocated` as upstream's `allocatedPlaceholder` (queues and nodes
     /// count both).
     pub placeholder: Resource,
-    /// Pending for this application.
-    pub pending: Resource,
-    /// Every ask by key, including fully allocated ones still holding
-    /// allocations (a recovered allocation gets an ask record of its own).
-    pub asks: FastMap<Arc<str>, AskId>,
-    /// Asks with allocations still wanted, in order.
-    pub pending_order: BTreeSet<AskKey>,
-    /// Number of allocations.
-    pub allocation_count: usize,
-    /// The key under which the app sits in its queue's `app_order`.
-    pub key_in_queue: Option<AppKey>,
-    /// Scheduling pass in which the app was found unable to allocate.
-    pub blocked_in_pass: u64,
-    /// Scheduling pass the cursor belongs to.
-    pub cursor_pass: u64,
-    /// Asks up to and including this key failed in `cursor_pass`.
-    pub cursor: Option<AskKey>,
     /// A lower bound of the pending asks' sizes, type by type: every ask in
     /// `pending_order` is at least this (lowered as asks come in, made exact
     /// again by a pass that tried every pending ask). While the queue
     /// headroom below the root cannot take it, no pending ask fits and the
     /// application is passed over without a walk of its asks.
     pub pending_floor: Resource,
-    /// Some ask that may preempt others may be pending (set as such asks
-    /// come in, made exact again with `pending_floor`).
-    pub floor_preempts: bool,
     /// The floor and preemption flag of the asks tried (or added) in
     /// `cursor_pass` so far.
     pub walk_floor: Resource,
-    /// See `walk_floor`.
-    pub walk_preempts: bool,
-    /// Whether it counts in its queues' `running_apps`.
-    pub counted_running: bool,
-    /// Gang scheduling state; `None` for an application that never used
-    /// placeholders (the common case costs nothing).
-    pub gang: Option<Box<super::gang::Gang>>,
-    /// Offer demand and decline filters, for applications of an offer-based RM.
-    pub offers: Option<Box<super::offers::AppOffers>>,
+    /// Every ask by key, including fully allocated ones still holding
+    /// allocations (a recovered allocation gets an ask record of its own).
+    pub asks: FastMap<Arc<str>, AskId>,
+    /// Owner's groups.
+    pub groups: Vec<String>,
+    /// Tags given at submission.
+    #[allow(dead_code)] // read by placement and gang scheduling
+    pub tags: BTreeMap<String, String>,
+    /// Every state entered with its clock time, oldest first (for readers;
+    /// an application makes a handful of transitions in its life).
+    pub state_log: Vec<(AppState, u64)>,
 }
 
 impl App {
@@ -846,6 +861,65 @@ mod tests {
 
     fn size(memory: i64) -> Resource {
         Resource::from_pairs(&[(0, memory), (1, 1)])
+    }
+
+    /// Checks that bytes `first..end` of a record cover `lines` cache lines
+    /// (of 64 bytes, from the record's start) and hold every field at `at`.
+    fn assert_together(first: usize, end: usize, lines: usize, at: &[usize]) {
+        assert_eq!((end - 1) / 64 - first / 64 + 1, lines, "{first}..{end}");
+        for a in at {
+            assert!((first..end).contains(a), "{a} outside {first}..{end}");
+        }
+    }
+
+    #[test]
+    fn layout_keeps_the_walk_together() {
+        use std::mem::{offset_of, size_of};
+        // Each record starts a line; the resource vectors start lines, so
+        // their first eight types are one line.
+        assert_eq!(std::mem::align_of::<Queue>(), 64);
+        assert_eq!(std::mem::align_of::<App>(), 64);
+        for at in [
+            offset_of!(Queue, allocated),
+            offset_of!(Queue, max),
+            offset_of!(Queue, pending),
+            offset_of!(App, allocated),
+        ] {
+            assert_eq!(at % 64, 0, "a resource vector starts a line");
+        }
+        // A leaf queue's scalars, key and order of applications: three lines.
+        assert_together(
+            offset_of!(Queue, parent),
+            offset_of!(Queue, app_order) + size_of::<KeyHeap<AppKey>>(),
+            3,
+            &[
+                offset_of!(Queue, blocked_in_pass),
+                offset_of!(Queue, weight_milli),
+                offset_of!(Queue, limits),
+                offset_of!(Queue, priority_offset),
+                offset_of!(Queue, is_parent),
+                offset_of!(Queue, has_guarantee),
+                offset_of!(Queue, sort_priority),
+                offset_of!(Queue, key_in_parent),
+            ],
+        );
+        // An application's ids, state and key: three lines after `allocated`.
+        assert_together(
+            offset_of!(App, id),
+            offset_of!(App, state_since) + size_of::<u64>(),
+            3,
+            &[
+                offset_of!(App, offers),
+                offset_of!(App, queue),
+                offset_of!(App, pending_order),
+                offset_of!(App, seq),
+                offset_of!(App, rm_handle),
+                offset_of!(App, blocked_in_pass),
+                offset_of!(App, state),
+                offset_of!(App, counted_running),
+                offset_of!(App, key_in_queue),
+            ],
+        );
     }
 
     #[test]
