@@ -6,6 +6,7 @@ pub mod mesos_http;
 pub mod mesos_w4;
 pub mod pending;
 pub mod preempt;
+pub mod probe;
 pub mod sustained;
 
 use std::fmt::Write as _;
@@ -93,6 +94,10 @@ pub struct BenchOptions {
     /// W3 only: the variant with guarantees and asks that preempt
     /// ([`shapes::w3_preemption`]).
     pub preemption: bool,
+    /// W4 through the Mesos front end: allocation runs the master makes (and
+    /// the frameworks decline) before the timed one, on the same master and
+    /// core; 0 times the master's first run.
+    pub warm_runs: usize,
 }
 
 /// Median, minimum and maximum of a series.
@@ -188,7 +193,7 @@ pub fn run(
         let preemption = options.preemption && options.kind == WorkloadKind::W3;
         reset_peak_rss();
         let run = if options.kind.through_mesos() {
-            mesos_w4::run(nodes, asks.max(1), options.timeout)?
+            mesos_w4::run(nodes, asks.max(1), options.warm_runs, options.timeout)?
         } else if preemption {
             let leaves = WorkloadKind::w3_leaves(options.quick);
             preempt::run_confirming(shapes::w3_preemption(nodes, asks, leaves, options.seed))?

@@ -59,6 +59,12 @@ pub struct BenchArgs {
     /// allowed to preempt, on a cluster 99% full (see `shapes::w3_preemption`).
     #[arg(long)]
     pub preemption: bool,
+    /// W4 only: allocation runs each repeat's master makes, and its
+    /// frameworks decline, before the timed run (the master's run in
+    /// steady state, as a master allocating every second makes them);
+    /// 0 times a fresh master's first run.
+    #[arg(long, default_value_t = 0)]
+    pub warm_runs: usize,
     /// Instead of a workload: keep this many asks pending on a core with no
     /// nodes and report the resident memory they take per ask.
     #[arg(long, value_name = "ASKS")]
@@ -160,6 +166,7 @@ pub fn run(args: BenchArgs) -> ExitCode {
             seed: args.seed,
             timeout: Duration::from_secs(args.timeout),
             preemption: args.preemption,
+            warm_runs: args.warm_runs,
         };
         let mut repeat = 0;
         let result = bench::run(&options, |m| {
@@ -347,6 +354,7 @@ fn run_growth(args: &BenchArgs) -> ExitCode {
                 seed: args.seed,
                 timeout: Duration::from_secs(args.timeout),
                 preemption: false,
+                warm_runs: 0,
             };
             match bench::run(&options, |_| {}) {
                 // Peak RSS is left out: one process runs every cell, and
