@@ -560,3 +560,34 @@ fn agrees_with_prost_reflect_where_the_mappings_coincide() {
         reflect_json(&|| ranges.transcode_to_dynamic())
     );
 }
+
+/// A double given as an integer too large for 64 bits, or as a decimal,
+/// decodes to the nearest double: written back and read again it stays the
+/// same (CI's fuzzing found `111111111111111111111110` read one step off the
+/// nearest double, and then its own text read one step back).
+#[test]
+fn large_and_decimal_doubles_read_exactly() {
+    for (text, value) in [
+        ("111111111111111111111110", 1.1111111111111111e23),
+        ("1.1111111111111113e+23", 1.1111111111111113e23),
+        ("0.30000000000000004", 0.30000000000000004),
+        ("18446744073709551616", 18446744073709551616.0),
+        ("2.2250738585072014e-308", 2.2250738585072014e-308),
+    ] {
+        let input = format!(
+            r#"{{"framework_id":{{"value":"x"}},"type":"DECLINE","decline":{{"offer_ids":[{{"value":"o"}}],"filters":{{"refuse_seconds":{text}}}}}}}"#
+        );
+        let call: Call = codec::decode(input.as_bytes(), ContentType::Json).unwrap();
+        let got = call
+            .decline
+            .as_ref()
+            .unwrap()
+            .filters
+            .as_ref()
+            .unwrap()
+            .refuse_seconds;
+        assert_eq!(got.map(f64::to_bits), Some(f64::to_bits(value)), "{text}");
+        let once = json_round::<Call>(&input);
+        assert_eq!(json_round::<Call>(&once), once, "{text}");
+    }
+}
