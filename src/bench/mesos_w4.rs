@@ -359,17 +359,7 @@ fn take_back(
         }));
     }
     master.send_batch(calls);
-    // As the Mesos soak settles: the master's requests applied by the core,
-    // the core's answers by the master, until nothing moves.
-    let mut sent = runtime.block_on(master.sync());
-    loop {
-        scheduler.settle();
-        let now = runtime.block_on(master.sync());
-        if now == sent {
-            break;
-        }
-        sent = now;
-    }
+    master.quiesce(scheduler, 10_000).map_err(fail)?;
     let metrics = runtime
         .block_on(master.query(unisched_mesos::master::report::Query::Metrics))
         .unwrap_or_default();

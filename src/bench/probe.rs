@@ -3,10 +3,9 @@
 //! touches no memory.
 //!
 //! This VM's speed swings by about 1.7 times within minutes (BENCHMARKS.md).
-//! On 2026-12-05 a loop of multiplies ran at the same speed in its fast and
-//! slow phases while a pointer chase over 16 MiB took 25-45% longer in the
-//! slow ones: the slow phases are the memory system's, shared with other
-//! guests. A W4 run waits on memory (tens of misses a lease), so its figures
+//! On 2026-12-05 a chain of multiply-adds took 1.30-1.37 ns a step in every
+//! run while a pointer chase over 16 MiB took anywhere from 44 to 151 ns:
+//! the slow phases are the memory system's, shared with other guests. A W4 run waits on memory (tens of misses a lease), so its figures
 //! follow the first number; `UNISCHED_W4_BREAKDOWN=1` prints both beside
 //! each run.
 

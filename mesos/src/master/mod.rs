@@ -599,6 +599,37 @@ impl MasterHandle {
         rx.await.ok()
     }
 
+    /// [`Self::sync`] for a thread outside the async runtime (it blocks).
+    pub fn sync_blocking(&self) -> Option<u64> {
+        let (reply, rx) = oneshot::channel();
+        if !self.send(Input::Sync(reply)) {
+            return None;
+        }
+        rx.blocking_recv().ok()
+    }
+
+    /// Waits, blocking this thread, until neither `core` nor the master has
+    /// anything left to do (agents and frameworks aside): syncs the master,
+    /// settles the core, and again until the master's count of requests to
+    /// the core stops moving. An error when the master has stopped, or when
+    /// they still move after `max_rounds` (a livelock). Not on the async
+    /// runtime's threads.
+    pub fn quiesce(&self, core: &Scheduler, max_rounds: usize) -> Result<(), String> {
+        let stopped = || "the master thread has stopped".to_string();
+        let mut sent = self.sync_blocking().ok_or_else(stopped)?;
+        for _ in 0..max_rounds {
+            core.settle();
+            let now = self.sync_blocking().ok_or_else(stopped)?;
+            if now == sent {
+                return Ok(());
+            }
+            sent = now;
+        }
+        Err(format!(
+            "the core and the master did not come to rest in {max_rounds} rounds (livelock?)"
+        ))
+    }
+
     /// Applies a new queue configuration text (hot reload).
     pub fn apply_config(&self, text: String) -> Result<(), String> {
         let (reply, rx) = oneshot::channel();

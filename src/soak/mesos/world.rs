@@ -111,26 +111,9 @@ impl World {
         (self.now() - START_NANOS) / 1_000_000_000
     }
 
-    fn sync(&self) -> Result<u64, String> {
-        self.runtime
-            .block_on(self.master.sync())
-            .ok_or_else(|| "the master thread has stopped".to_string())
-    }
-
     /// Makes the core and the master quiescent (see the module docs).
     pub fn quiesce(&self) -> Result<(), String> {
-        let mut sent = self.sync()?;
-        for _ in 0..MAX_ROUNDS {
-            self.core.settle();
-            let now = self.sync()?;
-            if now == sent {
-                return Ok(());
-            }
-            sent = now;
-        }
-        Err(format!(
-            "the core and the master did not come to rest in {MAX_ROUNDS} rounds (livelock?)"
-        ))
+        self.master.quiesce(&self.core, MAX_ROUNDS)
     }
 
     /// One second passes; the master's due timers fire and the core and
