@@ -174,6 +174,34 @@ pub trait ResourceManagerCallback: Send + Sync {
         }
     }
 
+    /// True when this RM's [`update_leases`](Self::update_leases) only hands
+    /// the leases on (to a channel its own thread reads) and returns at once.
+    /// The core asks once, at registration. When true, each part of an
+    /// allocation run sent in parts (an offer partition's run, see
+    /// [`update_allocation_partial`](Self::update_allocation_partial)),
+    /// the last one included, goes to `update_leases` on the scheduling
+    /// thread as soon as it is made, instead of through the RM's dispatcher
+    /// thread: on two cores the run's leases then reach the RM without
+    /// waiting for a third thread to get a CPU. What that changes for the RM:
+    /// - The core does this only for a run that starts when every
+    ///   allocation result made before it has been delivered (otherwise the
+    ///   run goes through the dispatcher, in order, as for any RM), so
+    ///   allocation results still come in the order they were made, and
+    ///   never two calls of the allocation methods at once.
+    /// - The run's other results (the applications' changes of state, the
+    ///   events) still go through the dispatcher thread, in order among
+    ///   themselves; they, and application, node and event results made
+    ///   before the run, may reach the RM after the run's leases.
+    /// - `update_leases` may run while the RM's other callbacks run on its
+    ///   dispatcher thread.
+    /// - It must not block: the scheduling thread waits for it. A panic or
+    ///   an error is logged and scheduling goes on; a call into the core
+    ///   that waits for an answer is refused there
+    ///   ([`SchedulerError::Reentrant`]).
+    fn offer_runs_inline(&self) -> bool {
+        false
+    }
+
     /// Accepted and rejected applications, and application state changes.
     fn update_application(&self, response: si::ApplicationResponse) -> CallbackResult<()>;
 

@@ -4,6 +4,7 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -51,6 +52,20 @@ pub fn thread_name(prefix: &str, id: &str) -> String {
 pub struct Dispatcher {
     tx: Option<Sender<Outgoing>>,
     thread: Option<JoinHandle<()>>,
+    /// Allocation results sent to the thread and not yet delivered.
+    allocations_out: Arc<AtomicUsize>,
+    /// Delivery on the caller's thread, for an RM that takes offer runs
+    /// inline.
+    inline: Option<Inline>,
+}
+
+/// What the scheduling thread needs to hand an offer run's parts to an RM
+/// itself: the RM's callback (the same one the thread calls) and a lease
+/// builder of its own.
+struct Inline {
+    rm: String,
+    callback: Arc<dyn ResourceManagerCallback>,
+    leases: LeaseBuilder,
 }
 
 impl Dispatcher {
@@ -63,10 +78,19 @@ impl Dispatcher {
     ) -> Self {
         let (tx, rx) = unbounded();
         let name = thread_name("unisched-callback-", rm_id);
-        let rm = rm_id.to_string();
+        let inline = callback.offer_runs_inline().then(|| Inline {
+            rm: rm_id.to_string(),
+            callback: callback.clone(),
+            leases: LeaseBuilder::new(names.clone()),
+        });
+        let allocations_out = Arc::new(AtomicUsize::new(0));
+        let (rm, out) = (rm_id.to_string(), allocations_out.clone());
         let thread = std::thread::Builder::new()
             .name(name)
-            .spawn(move || deliver_all(&rm, callback.as_ref(), rx, LeaseBuilder::new(names), spin))
+            .spawn(move || {
+                let leases = LeaseBuilder::new(names);
+                deliver_all(&rm, callback.as_ref(), rx, leases, spin, &out);
+            })
             .ok();
         if thread.is_none() {
             tracing::error!(
@@ -77,14 +101,54 @@ impl Dispatcher {
         Self {
             tx: Some(tx),
             thread,
+            allocations_out,
+            inline,
         }
     }
 
     /// Queues a delivery.
     pub fn send(&self, out: Outgoing) {
         if let Some(tx) = &self.tx {
-            let _ = tx.send(out);
+            let counted = matches!(out, Outgoing::Allocation(_));
+            if counted {
+                self.allocations_out.fetch_add(1, Ordering::AcqRel);
+            }
+            if tx.send(out).is_err() && counted {
+                self.allocations_out.fetch_sub(1, Ordering::AcqRel);
+            }
         }
+    }
+
+    /// True when an allocation run starting now may go to the RM on the
+    /// calling thread ([`Self::deliver_inline`]): the RM takes offer runs
+    /// inline, and every allocation result sent before has been delivered,
+    /// so the run's parts cannot overtake one.
+    pub fn can_deliver_inline(&self) -> bool {
+        self.inline.is_some() && self.allocations_out.load(Ordering::Acquire) == 0
+    }
+
+    /// Hands a part of an allocation run to the RM on the calling thread
+    /// (the scheduling thread), as the dispatcher thread would; an RM that
+    /// does not take runs inline gets it queued instead.
+    pub fn deliver_inline(&mut self, batch: AllocationBatch) {
+        let Some(inline) = &mut self.inline else {
+            self.send(Outgoing::Allocation(batch));
+            return;
+        };
+        let what = allocation_method(batch.partial);
+        let (callback, leases) = (&inline.callback, &mut inline.leases);
+        if let Err(reason) = guarded(|| callback.update_leases(leases.leases(batch))) {
+            tracing::warn!(rm = %inline.rm, callback = what, %reason, "RM callback failed");
+        }
+    }
+}
+
+/// The callback method an allocation batch stands for (for logs).
+fn allocation_method(partial: bool) -> &'static str {
+    if partial {
+        "update_allocation_partial"
+    } else {
+        "update_allocation"
     }
 }
 
@@ -163,6 +227,7 @@ fn deliver_all(
     rx: Receiver<Outgoing>,
     mut leases: LeaseBuilder,
     spin: Duration,
+    allocations_out: &AtomicUsize,
 ) {
     loop {
         let out = match poll_for(&rx, spin) {
@@ -178,14 +243,13 @@ fn deliver_all(
                 drop(token);
                 continue;
             }
-            Outgoing::Allocation(batch) => (
-                if batch.partial {
-                    "update_allocation_partial"
-                } else {
-                    "update_allocation"
-                },
-                guarded(|| callback.update_leases(leases.leases(batch))),
-            ),
+            Outgoing::Allocation(batch) => {
+                let what = allocation_method(batch.partial);
+                let result = guarded(|| callback.update_leases(leases.leases(batch)));
+                // Delivered: a run starting now may go inline.
+                allocations_out.fetch_sub(1, Ordering::AcqRel);
+                (what, result)
+            }
             Outgoing::Application(r) => (
                 "update_application",
                 guarded(|| callback.update_application(r.into_response())),

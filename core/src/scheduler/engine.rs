@@ -344,8 +344,8 @@ impl Engine {
         };
         let partitions = self.build_partitions(&rm_id, &text)?;
         // Re-registration wipes what the RM had: flush its old results first.
-        if let Some(old) = self.rms.remove(rm_id.as_str()) {
-            self.flush_rm(&rm_id, &old);
+        if let Some(mut old) = self.rms.remove(rm_id.as_str()) {
+            self.flush_rm(&rm_id, &mut old);
             drop(old);
         }
         self.partitions
@@ -743,15 +743,18 @@ impl Engine {
             };
             let mut ctx = PassContext::new(now, budget, delay, pred_ref);
             ctx.reservation_timeout = reservation_timeout;
-            // An offer run goes to its RM in parts while it is made.
-            let mut send_part = self
-                .rms
-                .get(&p.rm_id)
-                .filter(|_| p.offers.is_some())
-                .map(|rm| {
-                    let (dispatcher, name) = (&rm.dispatcher, p.plain_name().to_string());
-                    move |out| send_outbox(dispatcher, out, &name, RunPart::More)
-                });
+            // An offer run goes to its RM in parts while it is made: from
+            // this thread, when the RM takes runs inline and nothing it was
+            // sent before is still on its way to it.
+            let rm = self.rms.get_mut(&p.rm_id).filter(|_| p.offers.is_some());
+            p.parts_inline = rm
+                .as_ref()
+                .is_some_and(|rm| rm.dispatcher.can_deliver_inline());
+            let inline = p.parts_inline;
+            let mut send_part = rm.map(|rm| {
+                let (dispatcher, name) = (&mut rm.dispatcher, p.plain_name().to_string());
+                move |out| send_outbox(dispatcher, out, &name, RunPart::More, inline)
+            });
             ctx.send_part = send_part
                 .as_mut()
                 .map(|f| f as &mut dyn FnMut(super::partition::Outbox));
@@ -778,11 +781,12 @@ impl Engine {
     fn flush(&mut self) {
         for p in self.partitions.values_mut() {
             let in_parts = std::mem::take(&mut p.parts_sent) > 0;
+            let inline = std::mem::take(&mut p.parts_inline) && in_parts;
             if p.outbox.is_empty() && !in_parts {
                 continue;
             }
             let out = std::mem::take(&mut p.outbox);
-            let Some(rm) = self.rms.get(&p.rm_id) else {
+            let Some(rm) = self.rms.get_mut(&p.rm_id) else {
                 continue;
             };
             let part = if in_parts {
@@ -790,7 +794,7 @@ impl Engine {
             } else {
                 RunPart::Whole
             };
-            send_outbox(&rm.dispatcher, out, p.plain_name(), part);
+            send_outbox(&mut rm.dispatcher, out, p.plain_name(), part, inline);
         }
         // The pass's lease ids go into their map now that its results are
         // on their way (the map's writes no longer before the last part).
@@ -799,11 +803,12 @@ impl Engine {
         }
     }
 
-    fn flush_rm(&mut self, rm_id: &str, rm: &RmEntry) {
+    fn flush_rm(&mut self, rm_id: &str, rm: &mut RmEntry) {
         for p in self.partitions.values_mut() {
             if p.rm_id.as_ref() == rm_id && !p.outbox.is_empty() {
                 let out = std::mem::take(&mut p.outbox);
-                send_outbox(&rm.dispatcher, out, p.plain_name(), RunPart::Whole);
+                let d = &mut rm.dispatcher;
+                send_outbox(d, out, p.plain_name(), RunPart::Whole, false);
             }
         }
     }
@@ -881,11 +886,15 @@ enum RunPart {
     Last,
 }
 
+/// Sends a partition's results to its RM's dispatcher; with `inline`, the
+/// allocation results of a part of a run go to the RM from this thread
+/// ([`Dispatcher::deliver_inline`]).
 fn send_outbox(
-    dispatcher: &Dispatcher,
+    dispatcher: &mut Dispatcher,
     out: super::partition::Outbox,
     partition_name: &str,
     part: RunPart,
+    inline: bool,
 ) {
     let (nodes, apps) = (out.has_node(), out.has_application());
     let allocs = out.has_allocation() || part == RunPart::Last;
@@ -899,13 +908,18 @@ fn send_outbox(
         }));
     }
     if allocs {
-        dispatcher.send(Outgoing::Allocation(AllocationBatch {
+        let batch = AllocationBatch {
             response: out.allocation,
             placed: out.placed,
             released: out.released,
             partition_name: partition_name.to_string(),
             partial: part == RunPart::More,
-        }));
+        };
+        if inline && part != RunPart::Whole {
+            dispatcher.deliver_inline(batch);
+        } else {
+            dispatcher.send(Outgoing::Allocation(batch));
+        }
     }
     for s in out.states {
         dispatcher.send(Outgoing::State(s));

@@ -338,6 +338,10 @@ impl ResourceManagerCallback for ObservingCallback {
         self.inner.update_leases(leases)
     }
 
+    fn offer_runs_inline(&self) -> bool {
+        self.inner.offer_runs_inline()
+    }
+
     fn update_application(&self, response: si::ApplicationResponse) -> CallbackResult<()> {
         let m = &self.observer.metrics;
         Metrics::add(&m.apps_accepted, response.accepted.len());

@@ -319,6 +319,16 @@ impl ResourceManagerCallback for CoreCallback {
         Ok(())
     }
 
+    /// Every callback only queues an input for the master thread (an
+    /// unbounded channel: it never blocks), so the core may hand an
+    /// allocation run's parts over from its scheduling thread. The master
+    /// needs nothing of the order between a run's leases and the
+    /// applications' changes of state: it reads only rejections from
+    /// those, and applies no other input while a run is open.
+    fn offer_runs_inline(&self) -> bool {
+        true
+    }
+
     fn update_application(&self, response: si::ApplicationResponse) -> CallbackResult<()> {
         let _ = self.tx.send(Input::Core(CoreUpdate::Application(response)));
         Ok(())

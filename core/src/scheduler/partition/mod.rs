@@ -160,6 +160,9 @@ pub struct Partition {
     /// pass sends the last part, even an empty one, so the RM knows the run
     /// is over.
     pub parts_sent: u32,
+    /// The current pass's parts go to the RM on the scheduling thread
+    /// (its callback's `offer_runs_inline`), the last one too.
+    pub parts_inline: bool,
     /// Clock time of the request, timer or pass being applied (for events
     /// raised deep inside bookkeeping, such as a dropped reservation).
     pub now: u64,
@@ -235,6 +238,7 @@ impl Partition {
             dirty_apps: Vec::new(),
             freed_in_pass: false,
             parts_sent: 0,
+            parts_inline: false,
             now: 0,
             lanes: Lanes::ALL,
             queue_slots: Slots::default(),
