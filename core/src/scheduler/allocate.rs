@@ -16,7 +16,7 @@ use si::update_container_scheduling_state_request::SchedulingState;
 use unisched_si as si;
 
 use super::objects::*;
-use super::partition::{Partition, Placed, ROOT};
+use super::partition::{Partition, ROOT};
 use crate::config::NodeSortKind;
 use crate::resources::{Lanes, Resource};
 
@@ -713,7 +713,8 @@ impl Partition {
 impl Partition {
     /// Records an allocation of `ask` on `node` and queues it for the RM: a
     /// fresh id (never one a recovered allocation holds), the record, and the
-    /// `Placed` from which the dispatcher builds the wire form.
+    /// [`Lease`](unisched_shim_api::Lease) the RM gets (its resource map
+    /// shared by every lease of the size, [`super::partition::WireSizes`]).
     pub(super) fn place(
         &mut self,
         app: AppId,
@@ -763,18 +764,18 @@ impl Partition {
         };
         self.asks[ask].next_id = number + 1;
         let a = &self.asks[ask];
-        let placed = Placed {
-            key,
-            id: id.clone(),
-            node: self.nodes[node].id.clone(),
-            app: self.apps[app].id.clone(),
-            size: *size,
-            task_group: meta.task_group.clone(),
+        let placed = unisched_shim_api::Lease {
+            allocation_key: key,
+            allocation_id: id.clone(),
+            node_id: self.nodes[node].id.clone(),
+            application_id: self.apps[app].id.clone(),
+            resource: self.wire_sizes.of(&size, &self.names),
+            task_group_name: meta.task_group.clone(),
             tags: meta.tags.clone(),
             priority: meta.priority,
             placeholder: meta.placeholder,
             originator: meta.originator,
-            preemption: si::PreemptionPolicy {
+            preemption_policy: si::PreemptionPolicy {
                 allow_preempt_self: a.allow_preempt_self,
                 allow_preempt_other: a.allow_preempt_other,
             },
@@ -789,7 +790,7 @@ impl Partition {
             self.record_allocation(app, ask, node, id, size, meta, now)
         };
         debug_assert!(
-            unfiled || self.alloc_by_id.get(&*placed.id).copied() == Some(alloc),
+            unfiled || self.alloc_by_id.get(&*placed.allocation_id).copied() == Some(alloc),
             "the allocation is under its id"
         );
         self.outbox.placed.push(placed);

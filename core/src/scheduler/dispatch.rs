@@ -14,7 +14,6 @@ use unisched_si as si;
 
 use super::partition::{AllocationBatch, ApplicationBatch, PendingEvent};
 use super::spin::{Polled, poll_for};
-use crate::resources::{NameTable, Resource, ResourceNames};
 
 /// One delivery to an RM.
 pub enum Outgoing {
@@ -60,37 +59,26 @@ pub struct Dispatcher {
 }
 
 /// What the scheduling thread needs to hand an offer run's parts to an RM
-/// itself: the RM's callback (the same one the thread calls) and a lease
-/// builder of its own.
+/// itself: the RM's callback (the same one the thread calls).
 struct Inline {
     rm: String,
     callback: Arc<dyn ResourceManagerCallback>,
-    leases: LeaseBuilder,
 }
 
 impl Dispatcher {
     /// Starts the delivery thread for `callback`.
-    pub fn start(
-        rm_id: &str,
-        callback: Arc<dyn ResourceManagerCallback>,
-        names: Arc<ResourceNames>,
-        spin: Duration,
-    ) -> Self {
+    pub fn start(rm_id: &str, callback: Arc<dyn ResourceManagerCallback>, spin: Duration) -> Self {
         let (tx, rx) = unbounded();
         let name = thread_name("unisched-callback-", rm_id);
         let inline = callback.offer_runs_inline().then(|| Inline {
             rm: rm_id.to_string(),
             callback: callback.clone(),
-            leases: LeaseBuilder::new(names.clone()),
         });
         let allocations_out = Arc::new(AtomicUsize::new(0));
         let (rm, out) = (rm_id.to_string(), allocations_out.clone());
         let thread = std::thread::Builder::new()
             .name(name)
-            .spawn(move || {
-                let leases = LeaseBuilder::new(names);
-                deliver_all(&rm, callback.as_ref(), rx, leases, spin, &out);
-            })
+            .spawn(move || deliver_all(&rm, callback.as_ref(), rx, spin, &out))
             .ok();
         if thread.is_none() {
             tracing::error!(
@@ -130,14 +118,13 @@ impl Dispatcher {
     /// Hands a part of an allocation run to the RM on the calling thread
     /// (the scheduling thread), as the dispatcher thread would; an RM that
     /// does not take runs inline gets it queued instead.
-    pub fn deliver_inline(&mut self, batch: AllocationBatch) {
-        let Some(inline) = &mut self.inline else {
+    pub fn deliver_inline(&self, batch: AllocationBatch) {
+        let Some(inline) = &self.inline else {
             self.send(Outgoing::Allocation(batch));
             return;
         };
         let what = allocation_method(batch.partial);
-        let (callback, leases) = (&inline.callback, &mut inline.leases);
-        if let Err(reason) = guarded(|| callback.update_leases(leases.leases(batch))) {
+        if let Err(reason) = guarded(|| inline.callback.update_leases(leases(batch))) {
             tracing::warn!(rm = %inline.rm, callback = what, %reason, "RM callback failed");
         }
     }
@@ -164,60 +151,25 @@ impl Drop for Dispatcher {
     }
 }
 
-/// Turns new allocations into leases on the dispatcher thread.
-struct LeaseBuilder {
-    names: Arc<ResourceNames>,
-    table: NameTable,
-    /// The last size converted and its map: allocations come in runs of
-    /// equal sizes, and the leases of a run share one map.
-    last: Option<(Resource, Arc<si::Resource>)>,
-}
-
-impl LeaseBuilder {
-    fn new(names: Arc<ResourceNames>) -> Self {
-        Self {
-            names,
-            table: NameTable::default(),
-            last: None,
-        }
-    }
-
-    /// The batch's results with every placed allocation a lease, in order.
-    fn leases(&mut self, batch: AllocationBatch) -> Leases {
-        let AllocationBatch {
-            mut response,
-            placed,
-            released,
-            partition_name,
-            partial,
-        } = batch;
-        // The core reports every release through `released`.
-        response
-            .released
-            .extend(released.iter().map(|r| r.to_wire(&partition_name)));
-        let mut new = Vec::with_capacity(placed.len());
-        if !placed.is_empty() {
-            // Names only grow and never change index: a copy refreshed now
-            // covers every size made before the batch was sent.
-            self.table.refresh(&self.names);
-        }
-        for p in placed {
-            let resource = match &self.last {
-                Some((size, map)) if *size == p.size => map.clone(),
-                _ => {
-                    let map = Arc::new(self.table.to_si(&p.size));
-                    self.last = Some((p.size, map.clone()));
-                    map
-                }
-            };
-            new.push(p.into_lease(resource));
-        }
-        Leases {
-            response,
-            new,
-            partition_name,
-            partial,
-        }
+/// The batch's results as the RM takes them: the new allocations are
+/// leases already; the core's releases go into the response.
+fn leases(batch: AllocationBatch) -> Leases {
+    let AllocationBatch {
+        mut response,
+        placed,
+        released,
+        partition_name,
+        partial,
+    } = batch;
+    // The core reports every release through `released`.
+    response
+        .released
+        .extend(released.iter().map(|r| r.to_wire(&partition_name)));
+    Leases {
+        response,
+        new: placed,
+        partition_name,
+        partial,
     }
 }
 
@@ -225,7 +177,6 @@ fn deliver_all(
     rm: &str,
     callback: &dyn ResourceManagerCallback,
     rx: Receiver<Outgoing>,
-    mut leases: LeaseBuilder,
     spin: Duration,
     allocations_out: &AtomicUsize,
 ) {
@@ -245,7 +196,7 @@ fn deliver_all(
             }
             Outgoing::Allocation(batch) => {
                 let what = allocation_method(batch.partial);
-                let result = guarded(|| callback.update_leases(leases.leases(batch)));
+                let result = guarded(|| callback.update_leases(leases(batch)));
                 // Delivered: a run starting now may go inline.
                 allocations_out.fetch_sub(1, Ordering::AcqRel);
                 (what, result)

@@ -344,8 +344,8 @@ impl Engine {
         };
         let partitions = self.build_partitions(&rm_id, &text)?;
         // Re-registration wipes what the RM had: flush its old results first.
-        if let Some(mut old) = self.rms.remove(rm_id.as_str()) {
-            self.flush_rm(&rm_id, &mut old);
+        if let Some(old) = self.rms.remove(rm_id.as_str()) {
+            self.flush_rm(&rm_id, &old);
             drop(old);
         }
         self.partitions
@@ -361,12 +361,7 @@ impl Engine {
             callback.clone(),
             self.observer.clone(),
         ));
-        let dispatcher = Dispatcher::start(
-            &rm_id,
-            observed,
-            self.names.clone(),
-            self.options.spin_before_park,
-        );
+        let dispatcher = Dispatcher::start(&rm_id, observed, self.options.spin_before_park);
         self.observer.set_config(
             &rm_id,
             RmConfig {
@@ -746,13 +741,13 @@ impl Engine {
             // An offer run goes to its RM in parts while it is made: from
             // this thread, when the RM takes runs inline and nothing it was
             // sent before is still on its way to it.
-            let rm = self.rms.get_mut(&p.rm_id).filter(|_| p.offers.is_some());
+            let rm = self.rms.get(&p.rm_id).filter(|_| p.offers.is_some());
             p.parts_inline = rm
                 .as_ref()
                 .is_some_and(|rm| rm.dispatcher.can_deliver_inline());
             let inline = p.parts_inline;
             let mut send_part = rm.map(|rm| {
-                let (dispatcher, name) = (&mut rm.dispatcher, p.plain_name().to_string());
+                let (dispatcher, name) = (&rm.dispatcher, p.plain_name().to_string());
                 move |out| send_outbox(dispatcher, out, &name, RunPart::More, inline)
             });
             ctx.send_part = send_part
@@ -786,7 +781,7 @@ impl Engine {
                 continue;
             }
             let out = std::mem::take(&mut p.outbox);
-            let Some(rm) = self.rms.get_mut(&p.rm_id) else {
+            let Some(rm) = self.rms.get(&p.rm_id) else {
                 continue;
             };
             let part = if in_parts {
@@ -794,7 +789,7 @@ impl Engine {
             } else {
                 RunPart::Whole
             };
-            send_outbox(&mut rm.dispatcher, out, p.plain_name(), part, inline);
+            send_outbox(&rm.dispatcher, out, p.plain_name(), part, inline);
         }
         // The pass's lease ids go into their map now that its results are
         // on their way (the map's writes no longer before the last part).
@@ -803,11 +798,11 @@ impl Engine {
         }
     }
 
-    fn flush_rm(&mut self, rm_id: &str, rm: &mut RmEntry) {
+    fn flush_rm(&mut self, rm_id: &str, rm: &RmEntry) {
         for p in self.partitions.values_mut() {
             if p.rm_id.as_ref() == rm_id && !p.outbox.is_empty() {
                 let out = std::mem::take(&mut p.outbox);
-                let d = &mut rm.dispatcher;
+                let d = &rm.dispatcher;
                 send_outbox(d, out, p.plain_name(), RunPart::Whole, false);
             }
         }
@@ -890,7 +885,7 @@ enum RunPart {
 /// allocation results of a part of a run go to the RM from this thread
 /// ([`Dispatcher::deliver_inline`]).
 fn send_outbox(
-    dispatcher: &mut Dispatcher,
+    dispatcher: &Dispatcher,
     out: super::partition::Outbox,
     partition_name: &str,
     part: RunPart,

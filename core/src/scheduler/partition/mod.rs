@@ -27,7 +27,7 @@ mod usage;
 
 pub use ordering::weighted;
 pub use outbox::{
-    AllocationBatch, ApplicationBatch, Outbox, PendingEvent, Placed, Released, StateChange,
+    AllocationBatch, ApplicationBatch, Outbox, PendingEvent, Released, StateChange, WireSizes,
 };
 pub use readers::RejectedApp;
 
@@ -83,6 +83,8 @@ pub struct Partition {
     pub asks: Slab<Ask>,
     /// The distinct ask sizes the asks point at.
     pub sizes: Sizes,
+    /// The wire form of each size a lease carries.
+    pub wire_sizes: WireSizes,
     /// Allocations.
     pub allocs: Slab<Allocation>,
     /// Allocation by id, but for those in `unfiled_ids`: read it after
@@ -206,6 +208,7 @@ impl Partition {
             completed_apps_kept: 10_000,
             asks: Slab::new(),
             sizes: Sizes::default(),
+            wire_sizes: WireSizes::default(),
             allocs: Slab::new(),
             alloc_by_id: FastMap::default(),
             unfiled_ids: Vec::new(),

@@ -2,75 +2,65 @@
 //! form, and the outbox of responses and events waiting to be sent.
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use unisched_shim_api::Lease;
 use unisched_si as si;
 
-use crate::resources::Resource;
-use crate::scheduler::objects::AppState;
+use crate::resources::{NameTable, Resource, ResourceNames};
+use crate::scheduler::objects::{AppState, FastMap};
 
-/// A new allocation as the scheduling thread leaves it for the RM's
-/// dispatcher, which makes it a [`Lease`] on its own thread (the resource
-/// map converted there, once per run of equal sizes); the wire
-/// `si::Allocation`, if the RM wants that form, is built and freed on the
-/// dispatcher thread too, not on the scheduling thread (where building it and
-/// having another thread free it was about a third of an allocation's cost).
-#[derive(Debug, Clone)]
-pub struct Placed {
-    /// Allocation key (the ask's).
-    pub key: Arc<str>,
-    /// Allocation id.
-    pub id: Arc<str>,
-    /// Node id.
-    pub node: Arc<str>,
-    /// Application id.
-    pub app: Arc<str>,
-    /// Resources held.
-    pub size: Resource,
-    /// Gang task group (empty for none).
-    pub task_group: String,
-    /// Tags copied from the ask.
-    pub tags: BTreeMap<String, String>,
-    /// Priority of the ask.
-    pub priority: i32,
-    /// Gang placeholder.
-    pub placeholder: bool,
-    /// Originator.
-    pub originator: bool,
-    /// The ask's preemption policy.
-    pub preemption: si::PreemptionPolicy,
-    /// The RM's number of the node, or 0.
-    pub node_handle: u64,
-    /// The RM's number of the application, or 0.
-    pub app_handle: u64,
+/// The wire form of each allocation size a lease carries: made once per
+/// size on the scheduling thread, then shared by every [`Lease`] of that
+/// size (a counted reference each). Allocations come in runs of one size,
+/// so the last size is compared first, by address: sizes are interned
+/// ([`crate::scheduler::objects::Sizes`]), one `Arc` per distinct size.
+/// Before, a `Placed` record (the size as a 128-byte vector) went to the
+/// dispatcher, which made the lease from it: a copy of every record and a
+/// comparison of the sizes per allocation (186 instructions of a W4 lease,
+/// on the scheduling thread since offer runs go inline).
+#[derive(Debug, Default)]
+pub struct WireSizes {
+    table: NameTable,
+    last: Option<(Arc<Resource>, Arc<si::Resource>)>,
+    /// By the size's address; each entry holds the size, so no address is
+    /// reused while it is here.
+    by_size: FastMap<usize, (Arc<Resource>, Arc<si::Resource>)>,
 }
 
-impl Placed {
-    /// The RM's form, with the resource map `resource` (converted by the
-    /// caller, which shares one conversion among a run of equal sizes): the
-    /// ids move, nothing is copied.
-    pub fn into_lease(self, resource: Arc<si::Resource>) -> Lease {
-        Lease {
-            allocation_key: self.key,
-            allocation_id: self.id,
-            node_id: self.node,
-            application_id: self.app,
-            resource,
-            task_group_name: self.task_group,
-            tags: self.tags,
-            priority: self.priority,
-            placeholder: self.placeholder,
-            originator: self.originator,
-            preemption_policy: self.preemption,
-            node_handle: self.node_handle,
-            app_handle: self.app_handle,
+/// Most sizes [`WireSizes`] keeps before it starts again (a cluster's
+/// distinct allocation sizes are usually a handful).
+const WIRE_SIZES_KEPT: usize = 1024;
+
+impl WireSizes {
+    /// The wire form of `size` (types with zero quantity left out).
+    pub fn of(&mut self, size: &Arc<Resource>, names: &ResourceNames) -> Arc<si::Resource> {
+        if let Some((last, wire)) = &self.last
+            && Arc::ptr_eq(last, size)
+        {
+            return wire.clone();
         }
+        let key = Arc::as_ptr(size) as usize;
+        let wire = match self.by_size.get(&key) {
+            Some((_, wire)) => wire.clone(),
+            None => {
+                if self.by_size.len() >= WIRE_SIZES_KEPT {
+                    self.by_size.clear();
+                }
+                // Names only grow and never change index: a copy refreshed
+                // now names every type the size can hold.
+                self.table.refresh(names);
+                let wire = Arc::new(self.table.to_si(size));
+                self.by_size.insert(key, (size.clone(), wire.clone()));
+                wire
+            }
+        };
+        self.last = Some((size.clone(), wire.clone()));
+        wire
     }
 }
 
-/// A release the core reports to the RM, left like [`Placed`] for the
+/// A release the core reports to the RM, left for the
 /// dispatcher to put in wire form: the `si::AllocationRelease` and its
 /// "allocation removed" event are both built from it on that thread.
 #[derive(Debug, Clone)]
@@ -242,14 +232,15 @@ fn event_record(
     }
 }
 
-/// The allocation results of one flush: the response, and the new allocations
-/// still to be turned into its `new` list (see [`Placed`]).
+/// The allocation results of one flush: the response, and the new
+/// allocations as leases (the RM's [`Lease`]s; the wire `new` list, for an RM
+/// that takes that form, is made from them on the dispatcher thread).
 #[derive(Debug, Default)]
 pub struct AllocationBatch {
     /// Releases, rejections (and nothing in `new`).
     pub response: si::AllocationResponse,
     /// New allocations, in the order they were made.
-    pub placed: Vec<Placed>,
+    pub placed: Vec<Lease>,
     /// Releases the core reports (before `response.released` in the wire form).
     pub released: Vec<Released>,
     /// The partition name without the RM prefix.
@@ -263,8 +254,9 @@ pub struct AllocationBatch {
 pub struct Outbox {
     /// Allocation results (releases, rejections).
     pub allocation: si::AllocationResponse,
-    /// New allocations, turned into `allocation.new` by the dispatcher.
-    pub placed: Vec<Placed>,
+    /// New allocations, handed to the RM as leases by the dispatcher (or,
+    /// for an offer run that goes inline, by the scheduling thread).
+    pub placed: Vec<Lease>,
     /// Releases, turned into `allocation.released` by the dispatcher.
     pub released: Vec<Released>,
     /// Application results.
@@ -376,6 +368,38 @@ impl Outbox {
 mod tests {
     use super::*;
     use si::event_record::{ChangeDetail, ChangeType, Type};
+
+    /// A size is converted once and its map shared by every lease of it,
+    /// found again by address after another size; a name registered after
+    /// the first conversion shows in the next size that holds it; zeros
+    /// are left out.
+    #[test]
+    fn each_size_is_converted_once_and_shared() {
+        let names = ResourceNames::new();
+        let vcore = names.intern("vcore").unwrap();
+        let mut wire = WireSizes::default();
+        let small = Arc::new(Resource::from_pairs(&[(vcore, 500)]));
+        let first = wire.of(&small, &names);
+        assert_eq!(first.resources.len(), 1);
+        assert_eq!(first.resources["vcore"].value, 500);
+        assert!(Arc::ptr_eq(&first, &wire.of(&small, &names)));
+        let memory = names.intern("memory").unwrap();
+        let large = Arc::new(Resource::from_pairs(&[(vcore, 0), (memory, 64)]));
+        let other = wire.of(&large, &names);
+        let keys: Vec<&String> = other.resources.keys().collect();
+        assert_eq!(keys, ["memory"]);
+        assert_eq!(other.resources["memory"].value, 64);
+        assert!(
+            Arc::ptr_eq(&first, &wire.of(&small, &names)),
+            "found again by address"
+        );
+        // An equal size that is another allocation's (not interned) gets a
+        // map of its own, with the same content.
+        let twin = Arc::new(*small);
+        let again = wire.of(&twin, &names);
+        assert!(!Arc::ptr_eq(&first, &again));
+        assert_eq!(*first, *again);
+    }
 
     /// An outbox with a queue event, what `add` records, and another queue
     /// event, in that order; its event list made wire records, checked to
