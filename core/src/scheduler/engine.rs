@@ -802,8 +802,7 @@ impl Engine {
         for p in self.partitions.values_mut() {
             if p.rm_id.as_ref() == rm_id && !p.outbox.is_empty() {
                 let out = std::mem::take(&mut p.outbox);
-                let d = &rm.dispatcher;
-                send_outbox(d, out, p.plain_name(), RunPart::Whole, false);
+                send_outbox(&rm.dispatcher, out, p.plain_name(), RunPart::Whole, false);
             }
         }
     }
@@ -881,9 +880,9 @@ enum RunPart {
     Last,
 }
 
-/// Sends a partition's results to its RM's dispatcher; with `inline`, the
-/// allocation results of a part of a run go to the RM from this thread
-/// ([`Dispatcher::deliver_inline`]).
+/// Sends a partition's results to its RM's dispatcher; with `inline` (only
+/// ever for a part of a run), the allocation results go to the RM from this
+/// thread ([`Dispatcher::deliver_inline`]).
 fn send_outbox(
     dispatcher: &Dispatcher,
     out: super::partition::Outbox,
@@ -910,7 +909,7 @@ fn send_outbox(
             partition_name: partition_name.to_string(),
             partial: part == RunPart::More,
         };
-        if inline && part != RunPart::Whole {
+        if inline {
             dispatcher.deliver_inline(batch);
         } else {
             dispatcher.send(Outgoing::Allocation(batch));
