@@ -181,6 +181,28 @@ impl<K: HeapKey> KeyHeap<K> {
             return;
         };
         match place {
+            // The tail's last key that still goes last (the only key of a
+            // leaf with one application, after each allocation) changes
+            // where it is: its sequence number, and so its slot, stay.
+            Place::Tail(i)
+                if i + 1 == self.tail.len()
+                    && (i == 0 || self.tail[i - 1].as_ref().is_some_and(|p| new > *p)) =>
+            {
+                self.tail[i] = Some(new);
+            }
+            // The tail's front goes last (fair order serving round-robin):
+            // taken off the front (with the holes it leaves there) and
+            // pushed at the back, without looking for it again.
+            Place::Tail(0) if self.goes_last(&new) => {
+                self.tail.pop_front();
+                self.front_seq += 1;
+                while let Some(None) = self.tail.front() {
+                    self.tail.pop_front();
+                    self.front_seq += 1;
+                    self.holes -= 1;
+                }
+                self.push_tail(new, slots);
+            }
             Place::Tail(i) => {
                 self.remove_tail_at(i, slots);
                 self.insert(new, slots);
@@ -526,5 +548,46 @@ mod tests {
                 Key(9, 2)
             ]
         );
+    }
+
+    #[test]
+    fn a_growing_last_key_and_a_served_front_keep_their_order() {
+        let mut heap = KeyHeap::default();
+        let mut slots = Slots::default();
+        // One key alone (a leaf with one application): it grows in place.
+        let mut k = Key(1, 7);
+        heap.insert(k, &mut slots);
+        for v in 2..10 {
+            let new = Key(v, 7);
+            heap.replace(&k, new, &mut slots);
+            k = new;
+            assert_eq!(heap.first(), Some(&k));
+            assert_eq!(heap.len(), 1);
+        }
+        assert!(heap.remove(&k, &mut slots));
+        assert!(heap.is_empty());
+        // Three keys served round-robin: the front goes last each time.
+        let mut keys = [Key(1, 0), Key(2, 1), Key(3, 2)];
+        for key in keys {
+            heap.insert(key, &mut slots);
+        }
+        for turn in 0..9u8 {
+            let i = usize::from(turn % 3);
+            assert_eq!(heap.first(), Some(&keys[i]));
+            let new = Key(4 + turn, i);
+            heap.replace(&keys[i], new, &mut slots);
+            keys[i] = new;
+        }
+        // A hole behind the last key: growing the last key stays correct.
+        assert!(heap.remove(&keys[1], &mut slots));
+        let grown = Key(100, 2);
+        heap.replace(&keys[2], grown, &mut slots);
+        keys[2] = grown;
+        let mut out = Vec::new();
+        while let Some(&k) = heap.first() {
+            out.push(k);
+            assert!(heap.remove(&k, &mut slots));
+        }
+        assert_eq!(out, [keys[0], keys[2]]);
     }
 }
