@@ -505,3 +505,49 @@ fn an_offer_is_allocated_to_its_role_and_known_by_its_id_alone() {
         "{state}"
     );
 }
+
+#[test]
+fn a_stream_with_no_room_for_its_runs_offers_is_closed_and_the_offers_go_back() {
+    let w = World::start(None);
+    // A framework whose stream holds one event and is never read: its
+    // SUBSCRIBED takes the one place.
+    let (_stuck_stream, mut stuck) = w.master.subscribe(
+        call::Subscribe {
+            framework_info: v1::FrameworkInfo {
+                name: "stuck".into(),
+                user: "test".into(),
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+        1,
+    );
+    w.quiesce();
+    // The agent's run offers it to the stuck framework; the run's OFFERS
+    // find no room, so the stream is closed and the framework (no
+    // failover timeout) leaves, its offer with it.
+    w.add_agent(Arc::new(Recorder::default()));
+    w.quiesce();
+    let events = drain(&mut stuck);
+    assert_eq!(
+        events.iter().map(kind).collect::<Vec<_>>(),
+        [event::Type::Subscribed]
+    );
+    assert!(
+        matches!(
+            stuck.try_recv(),
+            Err(tokio::sync::mpsc::error::TryRecvError::Disconnected)
+        ),
+        "the stuck framework's stream is closed"
+    );
+    // The next framework is offered the whole agent.
+    let (_stream, mut rx) = w.subscribe();
+    let (_, offer) = w.first_offer(&mut rx);
+    let cpus: f64 = offer
+        .resources
+        .iter()
+        .filter(|r| r.name == "cpus")
+        .filter_map(|r| r.scalar.as_ref().map(|s| s.value))
+        .sum();
+    assert_eq!(cpus, 2.0, "{offer:?}");
+}

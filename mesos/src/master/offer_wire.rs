@@ -110,7 +110,7 @@ impl PlainMemo {
 /// An empty body of an OFFERS event, with room for its header.
 pub(super) fn new_body(capacity: usize) -> Vec<u8> {
     let mut body = Vec::with_capacity(HEADER_ROOM + capacity);
-    body.resize(HEADER_ROOM, 0);
+    body.extend_from_slice(&[0; HEADER_ROOM]);
     body
 }
 

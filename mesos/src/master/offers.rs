@@ -155,6 +155,8 @@ impl GrantMemo {
 /// offers are made (`offer_wire.rs`).
 struct RunOffers {
     framework: Arc<str>,
+    /// The framework's handle in the books, as the run found it.
+    handle: u64,
     /// The event's `offers` so far, encoded.
     body: Vec<u8>,
     /// The offers in `body`, in order (by number).
@@ -279,29 +281,43 @@ impl Master {
         // shows nowhere), so a thousand long ids need no sorting.
         for RunOffers {
             framework,
+            handle,
             mut body,
             offers,
             stale,
             ..
         } in events
         {
-            // The framework's own list of its offers takes the run's at
-            // once: inserted as each offer was made, each insert waited for
-            // a line of that framework's list (the run goes round the
-            // frameworks, so none stayed in cache). Nothing reads the list
-            // while the run is open (no other input is applied).
-            if let Some(f) = self.frameworks.get_mut(&framework) {
-                f.offers.extend(&offers);
-            }
             let mut count = offers.len();
             if stale {
                 (body, count) = self.encode_offers(&offers);
             }
             self.counters.offers_sent += count as u64;
-            self.send(
-                &framework,
-                StreamEvent::offers(offer_wire::offers_event(body), count),
-            );
+            // The framework by the handle the run found it under: no id
+            // hashed and compared, twice, for each of a thousand frameworks
+            // in the run's tail. No framework leaves while a run is open
+            // (no other input is applied), so the handle still names it.
+            let Some(f) = self.frameworks.by_handle_mut(handle) else {
+                continue;
+            };
+            // The framework's own list of its offers takes the run's at
+            // once: inserted as each offer was made, each insert waited for
+            // a line of that framework's list (the run goes round the
+            // frameworks, so none stayed in cache). Nothing reads the list
+            // while the run is open.
+            f.offers.extend(&offers);
+            // As `Master::send`: a stream that cannot take the event is
+            // closed after the current input.
+            if let Some(stream) = &f.stream
+                && stream
+                    .sink
+                    .try_send(StreamEvent::offers(offer_wire::offers_event(body), count))
+                    .is_err()
+            {
+                self.counters.dropped_events += 1;
+                self.broken_streams
+                    .push((framework.to_string(), stream.generation));
+            }
         }
         tracing::trace!(target: "unisched::timeline", run = self.counters.allocation_runs, "master: the run's OFFERS events are sent");
         for released in &late {
@@ -357,12 +373,12 @@ impl Master {
                 let (framework, role) = (&app.framework, &app.role);
                 // The framework by the number its application keeps, by id
                 // when that record left (a framework record replaced).
-                let f = if frameworks.by_handle(app.framework_handle).is_some() {
-                    frameworks.by_handle_mut(app.framework_handle)
+                let handle = if frameworks.by_handle(app.framework_handle).is_some() {
+                    app.framework_handle
                 } else {
-                    frameworks.get_mut(framework)
-                }
-                .filter(|f| f.connected())?;
+                    frameworks.handle(framework)?
+                };
+                let f = frameworks.by_handle_mut(handle).filter(|f| f.connected())?;
                 // A lease on an agent's default pool carries the agent's
                 // number (and names the agent's own id): no lookup by id (a
                 // run leases every agent once, so each of those lookups
@@ -374,7 +390,7 @@ impl Master {
                 {
                     let agent = agents.by_handle_mut(lease.node_handle)?;
                     debug_assert_eq!(*agent.id, *lease.node_id, "a handle names its agent");
-                    return Some((framework, f, role, &DEFAULT_POOL, agent));
+                    return Some((framework, handle, f, role, &DEFAULT_POOL, agent));
                 }
                 let direct = agents.get(&lease.node_id).is_some_and(|a| a.default_node);
                 let (agent_id, pool): (&str, &PoolKey) = if direct {
@@ -390,9 +406,9 @@ impl Master {
                     (agent_id, pool)
                 };
                 let agent = agents.get_mut(agent_id)?;
-                Some((framework, f, role, pool, agent))
+                Some((framework, handle, f, role, pool, agent))
             });
-        let Some((framework, f, role, pool, agent)) = found else {
+        let Some((framework, handle, f, role, pool, agent)) = found else {
             core.release_lease(lease);
             return None;
         };
@@ -424,6 +440,7 @@ impl Master {
             f.offer_run = (run, open.events.len());
             open.events.push(RunOffers {
                 framework: framework.clone(),
+                handle,
                 body: offer_wire::new_body(open.per_framework * OFFER_BYTES),
                 offers: Vec::with_capacity(open.per_framework),
                 stale: false,
