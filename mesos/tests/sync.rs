@@ -81,16 +81,22 @@ impl World {
     }
 
     fn subscribe(&self) -> (String, EventReceiver) {
+        self.subscribe_as("sync-test", 64)
+    }
+
+    /// Subscribes a framework named `name` whose stream holds `capacity`
+    /// events.
+    fn subscribe_as(&self, name: &str, capacity: usize) -> (String, EventReceiver) {
         self.master.subscribe(
             call::Subscribe {
                 framework_info: v1::FrameworkInfo {
-                    name: "sync-test".into(),
+                    name: name.into(),
                     user: "test".into(),
                     ..Default::default()
                 },
                 ..Default::default()
             },
-            64,
+            capacity,
         )
     }
 
@@ -511,17 +517,7 @@ fn a_stream_with_no_room_for_its_runs_offers_is_closed_and_the_offers_go_back() 
     let w = World::start(None);
     // A framework whose stream holds one event and is never read: its
     // SUBSCRIBED takes the one place.
-    let (_stuck_stream, mut stuck) = w.master.subscribe(
-        call::Subscribe {
-            framework_info: v1::FrameworkInfo {
-                name: "stuck".into(),
-                user: "test".into(),
-                ..Default::default()
-            },
-            ..Default::default()
-        },
-        1,
-    );
+    let (_stuck_stream, mut stuck) = w.subscribe_as("stuck", 1);
     w.quiesce();
     // The agent's run offers it to the stuck framework; the run's OFFERS
     // find no room, so the stream is closed and the framework (no
