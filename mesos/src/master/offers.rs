@@ -306,18 +306,13 @@ impl Master {
             // frameworks, so none stayed in cache). Nothing reads the list
             // while the run is open.
             f.offers.extend(&offers);
-            // As `Master::send`: a stream that cannot take the event is
-            // closed after the current input.
-            if let Some(stream) = &f.stream
-                && stream
-                    .sink
-                    .try_send(StreamEvent::offers(offer_wire::offers_event(body), count))
-                    .is_err()
-            {
-                self.counters.dropped_events += 1;
-                self.broken_streams
-                    .push((framework.to_string(), stream.generation));
-            }
+            super::state::send_on_stream(
+                &framework,
+                f,
+                StreamEvent::offers(offer_wire::offers_event(body), count),
+                &mut self.counters.dropped_events,
+                &mut self.broken_streams,
+            );
         }
         tracing::trace!(target: "unisched::timeline", run = self.counters.allocation_runs, "master: the run's OFFERS events are sent");
         for released in &late {

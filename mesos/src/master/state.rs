@@ -740,14 +740,13 @@ impl Master {
         let Some(f) = self.frameworks.get(framework) else {
             return;
         };
-        let Some(stream) = &f.stream else {
-            return;
-        };
-        if stream.sink.try_send(event.into()).is_err() {
-            self.counters.dropped_events += 1;
-            self.broken_streams
-                .push((framework.to_string(), stream.generation));
-        }
+        send_on_stream(
+            framework,
+            f,
+            event.into(),
+            &mut self.counters.dropped_events,
+            &mut self.broken_streams,
+        );
     }
 
     /// A status update event.
@@ -829,4 +828,24 @@ pub fn new_uuid_value() -> uuid::Uuid {
         }
         None => uuid::Uuid::new_v4(),
     })
+}
+
+/// Sends an event on framework `id`'s open stream (`f`, its record); none
+/// open, nothing is sent. A stream that cannot take it (its reader is too
+/// slow, or gone) is counted in `dropped` and listed in `broken`, to be
+/// closed after the current input: the framework is then disconnected.
+pub(super) fn send_on_stream(
+    id: &str,
+    f: &super::framework::Framework,
+    event: super::stream::StreamEvent,
+    dropped: &mut u64,
+    broken: &mut Vec<(String, u64)>,
+) {
+    let Some(stream) = &f.stream else {
+        return;
+    };
+    if stream.sink.try_send(event).is_err() {
+        *dropped += 1;
+        broken.push((id.to_string(), stream.generation));
+    }
 }
