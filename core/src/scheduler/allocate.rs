@@ -210,13 +210,29 @@ impl Partition {
         while ctx.made < ctx.budget && self.pick_from(ROOT, ctx) {}
         tracing::trace!(target: "unisched::timeline", made = ctx.made, "core: the walk ends");
         self.expire_blocked_reservations(ctx);
-        self.unpark_all();
-        self.exhausted_nodes.settle();
-        if std::mem::take(&mut ctx.rerun) && ctx.made < ctx.budget {
-            return self.schedule(ctx);
+        let rerun = std::mem::take(&mut ctx.rerun) && ctx.made < ctx.budget;
+        if rerun || self.parts_sent == 0 {
+            self.finish_pass();
+            if rerun {
+                return self.schedule(ctx);
+            }
+        } else {
+            // An offer run that went out in parts ends here: its last part
+            // (the flush's) goes out first, and the RM closes the run while
+            // this thread puts the run's thousand parked applications back
+            // in order (about 0.2 ms of a W4 run that waited for it).
+            self.finish_after_flush = true;
         }
         self.last_pass_made = ctx.made;
         ctx.made
+    }
+
+    /// Ends a pass: the queues and applications it parked go back in
+    /// order, and the nodes it exhausted join the exhausted set.
+    pub fn finish_pass(&mut self) {
+        self.finish_after_flush = false;
+        self.unpark_all();
+        self.exhausted_nodes.settle();
     }
 
     /// Allocations made after the reserved asks were tried may have used up

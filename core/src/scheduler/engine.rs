@@ -793,8 +793,17 @@ impl Engine {
         }
         // The pass's lease ids go into their map now that its results are
         // on their way (the map's writes no longer before the last part).
+        // So does the end of a pass whose offer run went out in parts.
         for p in self.partitions.values_mut() {
             p.file_ids();
+            if p.finish_after_flush
+                && let Err(panic) = catch_unwind(AssertUnwindSafe(|| p.finish_pass()))
+            {
+                tracing::error!(partition = %p.name, reason = %panic_message(panic.as_ref()), "ending a scheduling pass panicked");
+                p.finish_after_flush = false;
+                p.parked_apps.clear();
+                p.parked_queues.clear();
+            }
         }
     }
 

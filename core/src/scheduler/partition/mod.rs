@@ -162,6 +162,12 @@ pub struct Partition {
     /// pass sends the last part, even an empty one, so the RM knows the run
     /// is over.
     pub parts_sent: u32,
+    /// The pass's end (its parked queues and applications back in order,
+    /// its exhausted nodes merged) waits until its results are sent: set
+    /// by a pass that sent an offer run in parts, so the run's last part
+    /// goes out without waiting for that bookkeeping
+    /// ([`Partition::finish_pass`], after the flush).
+    pub finish_after_flush: bool,
     /// The current pass's parts go to the RM on the scheduling thread
     /// (its callback's `offer_runs_inline`), the last one too.
     pub parts_inline: bool,
@@ -241,6 +247,7 @@ impl Partition {
             dirty_apps: Vec::new(),
             freed_in_pass: false,
             parts_sent: 0,
+            finish_after_flush: false,
             parts_inline: false,
             now: 0,
             lanes: Lanes::ALL,
