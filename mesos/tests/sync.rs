@@ -353,7 +353,7 @@ fn a_release_during_an_open_run_rescinds_after_the_offers_event() {
 /// an agent (as W4 needs all its frameworks in one run).
 #[test]
 fn a_batch_of_revives_is_one_request_and_one_run() {
-    revive_batch(3);
+    revive_batch(3, 1);
 }
 
 /// A batch longer than `FLUSH_AHEAD` sends its changes to the core in
@@ -361,13 +361,17 @@ fn a_batch_of_revives_is_one_request_and_one_run() {
 /// frameworks: the run waits for the batch's end.
 #[test]
 fn a_long_batch_of_revives_goes_ahead_in_parts_and_is_one_run() {
-    revive_batch(2 * unisched_mesos::master::FLUSH_AHEAD + 3);
+    use unisched_mesos::master::{FLUSH_AHEAD, FLUSH_TAIL};
+    // 515 calls: parts after the 256th, the 451st (`FLUSH_TAIL` before the
+    // end) and the 512th, and the rest at the end.
+    assert_eq!((FLUSH_AHEAD, FLUSH_TAIL), (256, 64));
+    revive_batch(2 * FLUSH_AHEAD + 3, 4);
 }
 
 /// `n` suppressed frameworks and `n` agents; the frameworks' REVIVEs in one
-/// batch: one request to the core per `FLUSH_AHEAD` calls begun, one run,
-/// one agent offered to each framework.
-fn revive_batch(n: usize) {
+/// batch: `requests` requests to the core, one run, one agent offered to
+/// each framework.
+fn revive_batch(n: usize, requests: u64) {
     use unisched_mesos::master::report::Query;
     let w = World::start(None);
     let mut frameworks = Vec::new();
@@ -425,9 +429,8 @@ fn revive_batch(n: usize) {
     assert!(w.master.send_batch(batch));
     assert_eq!(
         w.sync(),
-        before + n.div_ceil(unisched_mesos::master::FLUSH_AHEAD) as u64,
-        "one request to the core per {} calls begun",
-        unisched_mesos::master::FLUSH_AHEAD
+        before + requests,
+        "the batch's requests to the core"
     );
     for answer in replies {
         assert!(w.runtime.block_on(answer).unwrap().is_ok());

@@ -662,6 +662,19 @@ impl MasterHandle {
 /// allocation run from seeing part of the batch).
 pub const FLUSH_AHEAD: usize = 256;
 
+/// Inputs at the end of an `Input::Batch` that go to the core as a part of
+/// their own: what the core still has to apply once the master is through
+/// the batch (before an allocation run the batch asks for can start) is
+/// this many inputs' changes, not up to `FLUSH_AHEAD`'s.
+pub const FLUSH_TAIL: usize = 64;
+
+/// True when what a batch's inputs queued for the core goes ahead once
+/// `taken` of them are taken and `left` are still to come: every
+/// `FLUSH_AHEAD` inputs, and when `FLUSH_TAIL` are left.
+fn goes_ahead(taken: usize, left: usize) -> bool {
+    taken.is_multiple_of(FLUSH_AHEAD) || left == FLUSH_TAIL
+}
+
 /// Most inputs applied before timers and the core get a turn.
 const BATCH: usize = 1024;
 
@@ -689,11 +702,13 @@ fn run(mut master: state::Master, rx: Receiver<Input>) {
                 stop |= master.take_input(input, &mut deferred);
                 // Calls that queued up (a thousand frameworks' REVIVEs)
                 // are taken as a batch: what they ask of the core goes
-                // ahead every `FLUSH_AHEAD` of them, as in `Input::Batch`
-                // (input `i` here is the turn's `i + 2`th: one came first).
+                // ahead as in `Input::Batch` (input `i` here is the turn's
+                // `i + 2`th: one came first; those still queued, up to the
+                // turn's `BATCH`, are the ones left).
                 for (i, input) in rx.try_iter().take(BATCH).enumerate() {
                     stop |= master.take_input(input, &mut deferred);
-                    if (i + 2) % FLUSH_AHEAD == 0 && !master.run_open() {
+                    let left = rx.len().min(BATCH - (i + 1));
+                    if goes_ahead(i + 2, left) && !master.run_open() {
                         master.core.flush_ahead();
                     }
                 }
@@ -751,12 +766,15 @@ impl state::Master {
                 // Each in turn, as if each had come on its own in this
                 // batch (a Shutdown among them stops after the batch).
                 // While no run is open, what the inputs queued for the core
-                // goes every `FLUSH_AHEAD` inputs, so the core applies it
-                // while the master takes the rest (a run's thousand REVIVEs).
+                // goes every `FLUSH_AHEAD` inputs and `FLUSH_TAIL` before
+                // the end, so the core applies it while the master takes
+                // the rest (a run's thousand REVIVEs) and has little left
+                // when the master is through.
                 let mut stop = false;
+                let len = inputs.len();
                 for (i, input) in inputs.into_iter().enumerate() {
                     stop |= self.take_input(input, deferred);
-                    if (i + 1) % FLUSH_AHEAD == 0 && !self.run_open() {
+                    if goes_ahead(i + 1, len - (i + 1)) && !self.run_open() {
                         self.core.flush_ahead();
                     }
                 }
@@ -902,5 +920,24 @@ impl state::Master {
         for agent in self.agents.values() {
             agent.backend.stop();
         }
+    }
+}
+
+#[cfg(test)]
+mod batch_tests {
+    #[test]
+    fn a_batch_goes_ahead_every_flush_ahead_inputs_and_flush_tail_before_its_end() {
+        let points = |len: usize| -> Vec<usize> {
+            (1..=len)
+                .filter(|&taken| super::goes_ahead(taken, len - taken))
+                .collect()
+        };
+        // W4's thousand REVIVEs: the core has 64 inputs' changes left to
+        // apply once the master is through, not 232.
+        assert_eq!(points(1000), vec![256, 512, 768, 936]);
+        assert_eq!(points(600), vec![256, 512, 536]);
+        assert_eq!(points(64), Vec::<usize>::new());
+        assert_eq!(points(65), vec![1]);
+        assert_eq!(points(320), vec![256]);
     }
 }
