@@ -235,6 +235,14 @@ impl Partition {
         self.exhausted_nodes.settle();
     }
 
+    /// Forgets what a pass that panicked (or whose end panicked) parked,
+    /// and any end it left to do: the engine's way out of a broken pass.
+    pub fn abandon_pass(&mut self) {
+        self.finish_after_flush = false;
+        self.parked_apps.clear();
+        self.parked_queues.clear();
+    }
+
     /// Allocations made after the reserved asks were tried may have used up
     /// the headroom a reservation waits for: look again at the end of the
     /// pass, so a reservation that is now blocked and past its timeout is

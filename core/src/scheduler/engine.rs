@@ -761,8 +761,7 @@ impl Engine {
                 Ok(made) => more |= made >= budget || p.freed_in_pass,
                 Err(panic) => {
                     tracing::error!(partition = %p.name, reason = %panic_message(panic.as_ref()), "scheduling pass panicked");
-                    p.parked_apps.clear();
-                    p.parked_queues.clear();
+                    p.abandon_pass();
                 }
             }
             if let Some(w) = ctx.next_wake {
@@ -800,9 +799,7 @@ impl Engine {
                 && let Err(panic) = catch_unwind(AssertUnwindSafe(|| p.finish_pass()))
             {
                 tracing::error!(partition = %p.name, reason = %panic_message(panic.as_ref()), "ending a scheduling pass panicked");
-                p.finish_after_flush = false;
-                p.parked_apps.clear();
-                p.parked_queues.clear();
+                p.abandon_pass();
             }
         }
     }
