@@ -15,14 +15,15 @@
 //! Checked: no panic anywhere (libfuzzer-sys aborts on a panic in any thread,
 //! including those the scheduling loop would catch); after `settle()` every
 //! partition answers `snapshot()`, and the snapshot keeps RELIABILITY.md's
-//! invariants 1-2 (nothing negative, no orphan allocation, node and app
-//! allocated = sum of their allocations).
+//! invariants 1-2 (nothing negative, no orphan allocation, node allocated =
+//! sum of its allocations, app allocated and placeholder = sums of its real
+//! allocations and of its placeholders).
 
 #![no_main]
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use arbitrary::{Arbitrary, Unstructured};
@@ -675,6 +676,9 @@ fn check_snapshot(snap: &PartitionSnapshot) {
     };
     let mut per_node: HashMap<&str, BTreeMap<String, i128>> = HashMap::new();
     let mut per_app: HashMap<&str, BTreeMap<String, i128>> = HashMap::new();
+    // An application's placeholders count in its `placeholder` total, not in
+    // `allocated` (upstream's allocatedPlaceholder); its nodes count both.
+    let mut per_app_placeholder: HashMap<&str, BTreeMap<String, i128>> = HashMap::new();
     for a in &snap.allocations {
         assert!(
             snap.node(&a.node_id).is_some(),
@@ -691,7 +695,12 @@ fn check_snapshot(snap: &PartitionSnapshot) {
             a.application_id
         );
         add_into(per_node.entry(&a.node_id).or_default(), &a.resource);
-        add_into(per_app.entry(&a.application_id).or_default(), &a.resource);
+        let app_sums = if a.placeholder {
+            &mut per_app_placeholder
+        } else {
+            &mut per_app
+        };
+        add_into(app_sums.entry(&a.application_id).or_default(), &a.resource);
     }
     for n in &snap.nodes {
         negative(&format!("node {} allocated", n.id), &n.allocated);
@@ -715,6 +724,17 @@ fn check_snapshot(snap: &PartitionSnapshot) {
             a.id,
             a.allocated
         );
+        negative(&format!("app {} placeholder", a.id), &a.placeholder);
+        let sum = per_app_placeholder
+            .remove(a.id.as_str())
+            .unwrap_or_default();
+        assert!(
+            same(&sum, &a.placeholder),
+            "partition {}: app {} placeholder {:?} but its placeholders sum to {sum:?}",
+            snap.name,
+            a.id,
+            a.placeholder
+        );
     }
     for q in &snap.queues {
         negative(&format!("queue {} allocated", q.path), &q.allocated);
@@ -723,6 +743,13 @@ fn check_snapshot(snap: &PartitionSnapshot) {
 }
 
 static HARNESS: Mutex<Option<Harness>> = Mutex::new(None);
+
+/// `UNISCHED_FUZZ_TRACE=1` prints each structured operation as it is applied,
+/// to read what a crash input does.
+fn trace() -> bool {
+    static TRACE: OnceLock<bool> = OnceLock::new();
+    *TRACE.get_or_init(|| std::env::var_os("UNISCHED_FUZZ_TRACE").is_some())
+}
 
 fuzz_target!(|data: &[u8]| {
     let Some((&head, rest)) = data.split_first() else {
@@ -752,7 +779,12 @@ fuzz_target!(|data: &[u8]| {
                 break;
             }
             match Op::arbitrary(&mut u) {
-                Ok(op) => h.apply(op),
+                Ok(op) => {
+                    if trace() {
+                        eprintln!("{op:?}");
+                    }
+                    h.apply(op)
+                }
                 Err(_) => break,
             }
         }
