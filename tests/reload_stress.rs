@@ -326,12 +326,23 @@ fn check(snap: &PartitionSnapshot, ledger: &Ledger, i: usize) -> Vec<String> {
 
     let mut by_node: BTreeMap<&str, (ResourceMap, usize)> = BTreeMap::new();
     let mut by_app: BTreeMap<&str, (ResourceMap, usize)> = BTreeMap::new();
+    // An application's `allocated` counts its real allocations; its
+    // placeholders count in `placeholder` (none in this test's asks).
+    let mut app_placeholders: BTreeMap<&str, ResourceMap> = BTreeMap::new();
     for a in &snap.allocations {
-        for (map, key) in [(&mut by_node, &a.node_id), (&mut by_app, &a.application_id)] {
-            let e = map.entry(key.as_str()).or_default();
+        let e = by_node.entry(a.node_id.as_str()).or_default();
+        add(&mut e.0, &a.resource);
+        e.1 += 1;
+        let e = by_app.entry(a.application_id.as_str()).or_default();
+        if a.placeholder {
+            add(
+                app_placeholders.entry(&a.application_id).or_default(),
+                &a.resource,
+            );
+        } else {
             add(&mut e.0, &a.resource);
-            e.1 += 1;
         }
+        e.1 += 1;
     }
     for n in &snap.nodes {
         let (sum, count) = by_node.remove(n.id.as_str()).unwrap_or_default();
@@ -363,6 +374,13 @@ fn check(snap: &PartitionSnapshot, ledger: &Ledger, i: usize) -> Vec<String> {
             problems.push(format!(
                 "app {}: allocated {:?} in {}, the allocations sum to {sum:?} in {count}",
                 app.id, app.allocated, app.allocation_count
+            ));
+        }
+        let placeholders = app_placeholders.remove(app.id.as_str()).unwrap_or_default();
+        if nonzero(&app.placeholder) != nonzero(&placeholders) {
+            problems.push(format!(
+                "app {}: placeholder {:?}, its placeholders sum to {placeholders:?}",
+                app.id, app.placeholder
             ));
         }
     }
