@@ -3,6 +3,9 @@
 # instrumentation, release with debug assertions and overflow checks) on the
 # stable toolchain, without installing cargo-fuzz, then runs each target for
 # SECONDS. A crash fails the script; its input is in fuzz/artifacts/<target>/.
+# To read what an `si_requests` input does, run the built target on it with
+# UNISCHED_FUZZ_TRACE=1 (it prints each operation):
+#   UNISCHED_FUZZ_TRACE=1 fuzz/target/<host triple>/release/si_requests INPUT
 #
 #   bash fuzz/run.sh [SECONDS] [TARGET...]     (default: 30 s, every target)
 #
