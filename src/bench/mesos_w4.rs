@@ -256,8 +256,8 @@ fn offer_round(
         // After the clock stopped: the memory system's speed just now.
         let probe = super::probe::run();
         eprintln!(
-            "w4 machine: {:.1} ns a step of a pointer chase over 16 MiB, {:.2} ns a multiply-add",
-            probe.chase_ns, probe.alu_ns
+            "w4 machine: {:.1} ns a step of a pointer chase over 16 MiB, {:.2} ns a multiply-add, {:.2} / {:.2} ns an add into a stack slot on two threads at once",
+            probe.chase_ns, probe.alu_ns, probe.pair_ns[0], probe.pair_ns[1]
         );
         let metrics = runtime
             .block_on(master.query(unisched_mesos::master::report::Query::Metrics))
@@ -432,6 +432,8 @@ struct ThreadTimes {
     faults: u64,
     /// Times it was put on a CPU (each wake-up after a wait is one).
     slices: u64,
+    /// The CPU it last ran on.
+    cpu: u64,
 }
 
 /// Per thread of this process, from `/proc/self/task/*/{schedstat,stat}`.
@@ -455,11 +457,16 @@ fn thread_times() -> Vec<ThreadTimes> {
         let slices = fields.next().unwrap_or(0);
         // `stat`: minflt is the 10th field, the 8th after the name's ')'.
         let stat = std::fs::read_to_string(path.join("stat")).unwrap_or_default();
-        let faults = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(7))
-            .and_then(|f| f.parse().ok())
-            .unwrap_or(0);
+        let after_name = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+        let field = |n: usize| {
+            after_name
+                .split_whitespace()
+                .nth(n)
+                .and_then(|f| f.parse().ok())
+                .unwrap_or(0)
+        };
+        // `processor`, the 39th field, is the 37th after the name.
+        let (faults, cpu) = (field(7), field(36));
         out.push(ThreadTimes {
             tid,
             name: comm.trim().to_string(),
@@ -467,6 +474,7 @@ fn thread_times() -> Vec<ThreadTimes> {
             waited,
             faults,
             slices,
+            cpu,
         });
     }
     out
@@ -483,12 +491,13 @@ fn print_thread_times(before: &[ThreadTimes], after: &[ThreadTimes]) {
         let ran = t.ran.saturating_sub(ran0);
         if ran >= 100_000 {
             eprintln!(
-                "w4 thread {}: {:.2} ms on a CPU, {:.2} ms waiting for one, {} page faults, on a CPU {} times",
+                "w4 thread {}: {:.2} ms on a CPU, {:.2} ms waiting for one, {} page faults, on a CPU {} times, last on CPU {}",
                 t.name,
                 ran as f64 / 1e6,
                 t.waited.saturating_sub(waited0) as f64 / 1e6,
                 t.faults.saturating_sub(faults0),
-                t.slices.saturating_sub(slices0)
+                t.slices.saturating_sub(slices0),
+                t.cpu
             );
         }
     }
