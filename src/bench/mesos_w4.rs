@@ -256,7 +256,7 @@ fn offer_round(
         // After the clock stopped: the memory system's speed just now.
         let probe = super::probe::run();
         eprintln!(
-            "w4 machine: {:.1} ns a step of a pointer chase over 16 MiB, {:.2} ns a multiply-add, {:.2} / {:.2} ns an add into a stack slot on two threads at once",
+            "w4 machine: {:.1} ns a step of a pointer chase over 16 MiB, {:.2} ns a multiply-add, {:.2} / {:.2} ns a step of four multiply-add chains on two threads at once",
             probe.chase_ns, probe.alu_ns, probe.pair_ns[0], probe.pair_ns[1]
         );
         let metrics = runtime

@@ -1,26 +1,30 @@
 //! What the machine is doing right now, for reading a benchmark's figures:
 //! the time of one dependent load that misses the caches, of a loop that
-//! touches no memory, and of a loop through one stack slot on two threads at
-//! once (each vCPU's own speed).
+//! touches no memory, and of a loop bound by the core's throughput on two
+//! threads at once (each vCPU's own speed).
 //!
 //! This VM's speed swings by about 1.7 times within minutes (BENCHMARKS.md).
 //! On 2026-12-05 a chain of multiply-adds took 1.30-1.37 ns a step in every
 //! run while a pointer chase over 16 MiB took anywhere from 44 to 151 ns:
-//! the slow phases are the memory system's, shared with other guests. A W4 run waits on memory (tens of misses a lease), so its figures
-//! follow the first number; `UNISCHED_W4_BREAKDOWN=1` prints them beside
-//! each run.
+//! slow phases were read as the memory system's, shared with other guests
+//! (a W4 run waits on memory, tens of misses a lease).
+//! `UNISCHED_W4_BREAKDOWN=1` prints the probes beside each run, and
+//! `unisched bench --machine ROUNDS` runs them alone.
 //!
-//! On 2026-12-06 the chain of multiply-adds still took 1.33-1.37 ns while a
-//! loop that adds into one stack slot, run on two threads at once, took on
-//! one of them up to twice its usual time, for tens of milliseconds: a vCPU
-//! at times runs throughput-bound code at half speed (as a core shared with
-//! a busy sibling would; the dependent chain leaves the core's other units
-//! free, so it does not show it). A W4 run whose scheduling thread is on
-//! that vCPU takes its instructions twice as long (BENCHMARKS.md).
+//! On 2026-12-06 the chain of multiply-adds still took 1.33-1.37 ns a step
+//! while, at times, a loop of a load, a multiply, an add and a store of one
+//! variable (a small C program, BENCHMARKS.md), run on two threads at once,
+//! took one of them up to twice its usual CPU time, for tens of
+//! milliseconds: a vCPU then runs throughput-bound code at about half speed
+//! (as a core shared with a busy sibling would; a dependent chain leaves the
+//! core's other units free and does not show it). W4 runs whose scheduling
+//! thread takes twice its usual CPU time while the master's does not are
+//! what such a window would give. The third probe is a throughput-bound
+//! loop on two threads, to catch them.
 
 use std::time::Instant;
 
-/// The two probes, each a median of three.
+/// The three probes, each a median of three.
 #[derive(Debug, Clone, Copy)]
 pub struct Probe {
     /// Nanoseconds per step of a pointer chase through a random cycle over
@@ -28,8 +32,9 @@ pub struct Probe {
     pub chase_ns: f64,
     /// Nanoseconds per step of a chain of dependent multiply-adds.
     pub alu_ns: f64,
-    /// Nanoseconds per step of an add into one stack slot, on each of two
-    /// threads started together (slower first): the two vCPUs' speeds.
+    /// Nanoseconds per step of four independent multiply-add chains (bound
+    /// by the core's throughput), on each of two threads started together,
+    /// slower first: the two vCPUs' speeds.
     pub pair_ns: [f64; 2],
 }
 
@@ -39,8 +44,8 @@ const CHASE_LEN: usize = 1 << 21;
 const CHASE_STEPS: usize = 1 << 20;
 /// Steps timed per multiply chain.
 const ALU_STEPS: u64 = 1 << 24;
-/// Steps timed per slot loop (about 4 ms at full speed on this VM).
-const SLOT_STEPS: u64 = 1 << 23;
+/// Steps timed per throughput loop (about 11 ms at full speed on this VM).
+const PAIR_STEPS: u64 = 1 << 23;
 
 /// A random cyclic permutation of `0..n` (Sattolo's algorithm, a fixed
 /// seed): following `next[i]` from anywhere visits every entry once.
@@ -79,31 +84,34 @@ fn alu(steps: u64) -> f64 {
     started.elapsed().as_secs_f64() * 1e9 / steps as f64
 }
 
-fn slot_loop(steps: u64) -> f64 {
-    use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+fn throughput_loop(steps: u64) -> f64 {
     let started = Instant::now();
-    // A relaxed atomic is a plain load and store the optimiser keeps (as a
-    // volatile would be): each step a load of the slot, an add, a store.
-    let slot = AtomicU64::new(0);
-    // Its address escapes, so the loads and stores stay loads and stores.
-    let slot = std::hint::black_box(&slot);
+    // Four independent chains of multiply-adds: the core can run them side
+    // by side, so the loop is bound by the core's throughput (what a busy
+    // sibling on the same core takes away), not by one chain's latency.
+    let mut acc = [1u64, 2, 3, 4];
     for i in 0..steps {
-        slot.store(slot.load(Relaxed).wrapping_add(i), Relaxed);
+        let i = std::hint::black_box(i);
+        for (k, a) in acc.iter_mut().enumerate() {
+            *a = a
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(i ^ k as u64);
+        }
     }
-    std::hint::black_box(slot.load(Relaxed));
+    std::hint::black_box(acc);
     started.elapsed().as_secs_f64() * 1e9 / steps as f64
 }
 
-/// The slot loop on two threads at once, slower first (a thread that
+/// The throughput loop on two threads at once, slower first (a thread that
 /// cannot start falls back to this one running both in turn).
-fn slot_pair(steps: u64) -> [f64; 2] {
+fn throughput_pair(steps: u64) -> [f64; 2] {
     let other = std::thread::Builder::new()
         .name("unisched-probe".to_string())
-        .spawn(move || slot_loop(steps));
-    let here = slot_loop(steps);
+        .spawn(move || throughput_loop(steps));
+    let here = throughput_loop(steps);
     let there = match other {
         Ok(handle) => handle.join().unwrap_or(here),
-        Err(_) => slot_loop(steps),
+        Err(_) => throughput_loop(steps),
     };
     [here.max(there), here.min(there)]
 }
@@ -124,9 +132,9 @@ pub fn run() -> Probe {
         alu_ns: median3(|| alu(ALU_STEPS)),
         pair_ns: {
             let mut pairs = [
-                slot_pair(SLOT_STEPS),
-                slot_pair(SLOT_STEPS),
-                slot_pair(SLOT_STEPS),
+                throughput_pair(PAIR_STEPS),
+                throughput_pair(PAIR_STEPS),
+                throughput_pair(PAIR_STEPS),
             ];
             pairs.sort_by(|a, b| a[0].total_cmp(&b[0]));
             pairs[1]
@@ -158,7 +166,7 @@ mod tests {
         let next = cycle(1 << 12);
         assert!(chase(&next, 1 << 12) > 0.0);
         assert!(alu(1 << 12) > 0.0);
-        let [slower, faster] = slot_pair(1 << 12);
+        let [slower, faster] = throughput_pair(1 << 12);
         assert!(faster > 0.0 && slower >= faster);
     }
 }

@@ -69,6 +69,12 @@ pub struct BenchArgs {
     /// nodes and report the resident memory they take per ask.
     #[arg(long, value_name = "ASKS")]
     pub pending_memory: Option<usize>,
+    /// Instead of a workload: run the machine probes this many times (about
+    /// 0.2 s a round) and print each round and their medians: how fast this
+    /// VM's memory and each of two vCPUs are just now, to read the
+    /// benchmarks' figures against.
+    #[arg(long, value_name = "ROUNDS", conflicts_with_all = ["rate", "pending_memory", "growth"])]
+    pub machine: Option<usize>,
     /// Instead of a workload: submit this many asks per second (one call per
     /// millisecond) to W1's cluster for `--seconds` and report the latency
     /// from submission to allocation callback.
@@ -132,6 +138,9 @@ pub fn run(args: BenchArgs) -> ExitCode {
                 ExitCode::FAILURE
             }
         };
+    }
+    if let Some(rounds) = args.machine {
+        return run_machine(rounds);
     }
     if let Some(rate) = args.rate {
         return run_sustained(&args, rate);
@@ -374,5 +383,40 @@ fn run_growth(args: &BenchArgs) -> ExitCode {
             }
         }
     }
+    ExitCode::SUCCESS
+}
+
+/// `bench --machine ROUNDS`: the probes of `bench::probe`, round by round.
+fn run_machine(rounds: usize) -> ExitCode {
+    let mut all = Vec::with_capacity(rounds);
+    for i in 0..rounds.max(1) {
+        let p = bench::probe::run();
+        println!(
+            "round {}: pointer chase {:.1} ns a step, multiply-add {:.2} ns, four multiply-add chains on two threads {:.2} / {:.2} ns",
+            i + 1,
+            p.chase_ns,
+            p.alu_ns,
+            p.pair_ns[0],
+            p.pair_ns[1]
+        );
+        all.push(p);
+    }
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let fastest = all
+        .iter()
+        .map(|p| p.pair_ns[1])
+        .fold(f64::INFINITY, f64::min);
+    let slow = all.iter().filter(|p| p.pair_ns[0] >= 1.5 * fastest).count();
+    println!(
+        "medians of {} rounds: pointer chase {:.1} ns, multiply-add {:.2} ns, four chains {:.2} / {:.2} ns; rounds with a vCPU at 1.5x the fastest four chains or slower: {slow}",
+        all.len(),
+        median(all.iter().map(|p| p.chase_ns).collect()),
+        median(all.iter().map(|p| p.alu_ns).collect()),
+        median(all.iter().map(|p| p.pair_ns[0]).collect()),
+        median(all.iter().map(|p| p.pair_ns[1]).collect()),
+    );
     ExitCode::SUCCESS
 }
