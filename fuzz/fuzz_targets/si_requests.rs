@@ -702,38 +702,44 @@ fn check_snapshot(snap: &PartitionSnapshot) {
         };
         add_into(app_sums.entry(&a.application_id).or_default(), &a.resource);
     }
+    // A total the snapshot reports agrees with the sum of its parts.
+    let agrees =
+        |owner: String, total: &BTreeMap<String, i64>, parts: &str, sum: BTreeMap<String, i128>| {
+            assert!(
+                same(&sum, total),
+                "partition {}: {owner} {total:?} but its {parts} sum to {sum:?}",
+                snap.name
+            );
+        };
     for n in &snap.nodes {
         negative(&format!("node {} allocated", n.id), &n.allocated);
         let sum = per_node.remove(n.id.as_str()).unwrap_or_default();
-        assert!(
-            same(&sum, &n.allocated),
-            "partition {}: node {} allocated {:?} but its allocations sum to {sum:?}",
-            snap.name,
-            n.id,
-            n.allocated
+        agrees(
+            format!("node {} allocated", n.id),
+            &n.allocated,
+            "allocations",
+            sum,
         );
     }
     for a in &snap.applications {
         negative(&format!("app {} allocated", a.id), &a.allocated);
         negative(&format!("app {} pending", a.id), &a.pending);
-        let sum = per_app.remove(a.id.as_str()).unwrap_or_default();
-        assert!(
-            same(&sum, &a.allocated),
-            "partition {}: app {} allocated {:?} but its allocations sum to {sum:?}",
-            snap.name,
-            a.id,
-            a.allocated
-        );
         negative(&format!("app {} placeholder", a.id), &a.placeholder);
+        let sum = per_app.remove(a.id.as_str()).unwrap_or_default();
+        agrees(
+            format!("app {} allocated", a.id),
+            &a.allocated,
+            "allocations",
+            sum,
+        );
         let sum = per_app_placeholder
             .remove(a.id.as_str())
             .unwrap_or_default();
-        assert!(
-            same(&sum, &a.placeholder),
-            "partition {}: app {} placeholder {:?} but its placeholders sum to {sum:?}",
-            snap.name,
-            a.id,
-            a.placeholder
+        agrees(
+            format!("app {} placeholder", a.id),
+            &a.placeholder,
+            "placeholders",
+            sum,
         );
     }
     for q in &snap.queues {
