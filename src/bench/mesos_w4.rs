@@ -253,7 +253,7 @@ fn offer_round(
     }
     if breakdown {
         print_thread_times(&threads_before, &thread_times());
-        // After the clock stopped: the memory system's speed just now.
+        // After the clock stopped: the machine's speed just now.
         let probe = super::probe::run();
         eprintln!(
             "w4 machine: {:.1} ns a step of a pointer chase over 16 MiB, {:.2} ns a multiply-add, {:.2} / {:.2} ns a step of four multiply-add chains on two threads at once",
