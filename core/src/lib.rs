@@ -6,6 +6,7 @@
 //! results go back through the RM's [`unisched_shim_api::ResourceManagerCallback`].
 //! See `ARCHITECTURE.md` at the repository root for ownership and data flow.
 
+pub mod affinity;
 pub mod clock;
 pub mod config;
 pub mod resources;

@@ -48,6 +48,9 @@ pub struct MesosOptions {
     pub allocation_interval: Duration,
     /// Length of the measured window.
     pub seconds: f64,
+    /// The CPUs the scheduling thread and the master's thread are pinned to
+    /// (`--pin-threads`); `None`: the kernel places them.
+    pub pinned: Option<(usize, usize)>,
 }
 
 impl Default for MesosOptions {
@@ -60,6 +63,7 @@ impl Default for MesosOptions {
             task_duration: Duration::from_millis(100),
             allocation_interval: Duration::from_millis(100),
             seconds: 5.0,
+            pinned: None,
         }
     }
 }
@@ -140,7 +144,10 @@ pub fn run(options: &MesosOptions) -> Result<MesosReport, String> {
 async fn run_async(options: &MesosOptions) -> Result<MesosReport, String> {
     let agent_resources = Resources::parse(&options.agent_resources).map_err(|e| e.to_string())?;
     let task_resources = Resources::parse(&options.task_resources).map_err(|e| e.to_string())?;
-    let scheduler = Scheduler::start(SchedulerOptions::default());
+    let scheduler = Scheduler::start(SchedulerOptions {
+        cpu: options.pinned.map(|p| p.0),
+        ..SchedulerOptions::default()
+    });
     let cluster = local::start(
         scheduler.clone(),
         LocalOptions {
@@ -148,6 +155,7 @@ async fn run_async(options: &MesosOptions) -> Result<MesosReport, String> {
             settings: Settings {
                 allocation_interval: options.allocation_interval,
                 heartbeat_interval: Duration::from_secs(3600),
+                cpu: options.pinned.map(|p| p.1),
                 ..Settings::default()
             },
             agents: options.agents,

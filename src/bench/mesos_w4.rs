@@ -59,12 +59,17 @@ pub fn run(
     frameworks: usize,
     earlier_runs: usize,
     timeout: Duration,
+    pinned: Option<(usize, usize)>,
 ) -> Result<RunMeasurement, WorkloadError> {
     let fail = |what: String| WorkloadError::Setup(what);
-    let scheduler = Scheduler::start(SchedulerOptions::default());
+    let scheduler = Scheduler::start(SchedulerOptions {
+        cpu: pinned.map(|p| p.0),
+        ..SchedulerOptions::default()
+    });
     let settings = Settings {
         heartbeat_interval: Duration::from_secs(3600),
         allocation_interval: Duration::from_secs(3600),
+        cpu: pinned.map(|p| p.1),
         ..Settings::default()
     };
     let master =
@@ -509,9 +514,26 @@ mod tests {
 
     #[test]
     fn a_first_run_offers_every_agent() {
-        let m = run(200, 20, 0, Duration::from_secs(20)).expect("a run");
+        let m = run(200, 20, 0, Duration::from_secs(20), None).expect("a run");
         assert_eq!((m.allocations, m.nodes, m.asks), (200, 200, 20));
         assert_eq!(m.latencies.len(), 200);
+    }
+
+    #[test]
+    fn a_run_with_pinned_threads_offers_every_agent() {
+        // One CPU only (a machine or a `taskset` that allows one): nothing to spread over.
+        let Ok(cpus) = unisched_core::affinity::spread(2) else {
+            return;
+        };
+        let m = run(
+            200,
+            20,
+            0,
+            Duration::from_secs(20),
+            Some((cpus[0], cpus[1])),
+        )
+        .expect("a pinned run");
+        assert_eq!((m.allocations, m.nodes, m.asks), (200, 200, 20));
     }
 
     #[test]
@@ -519,7 +541,7 @@ mod tests {
         // Each earlier run's offers are declined and taken back in full
         // before the next (or `take_back` fails); the timed third run
         // finds every agent free again.
-        let m = run(200, 20, 2, Duration::from_secs(20)).expect("three runs");
+        let m = run(200, 20, 2, Duration::from_secs(20), None).expect("three runs");
         assert_eq!(m.allocations, 200);
     }
 }

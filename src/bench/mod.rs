@@ -98,6 +98,10 @@ pub struct BenchOptions {
     /// the frameworks decline) before the timed one, on the same master and
     /// core; 0 times the master's first run.
     pub warm_runs: usize,
+    /// W4 through the Mesos front end: the CPUs the scheduling thread and
+    /// the master's thread are pinned to (`--pin-threads`); `None`: the
+    /// kernel places them.
+    pub pinned: Option<(usize, usize)>,
 }
 
 /// Median, minimum and maximum of a series.
@@ -193,7 +197,13 @@ pub fn run(
         let preemption = options.preemption && options.kind == WorkloadKind::W3;
         reset_peak_rss();
         let run = if options.kind.through_mesos() {
-            mesos_w4::run(nodes, asks.max(1), options.warm_runs, options.timeout)?
+            mesos_w4::run(
+                nodes,
+                asks.max(1),
+                options.warm_runs,
+                options.timeout,
+                options.pinned,
+            )?
         } else if preemption {
             let leaves = WorkloadKind::w3_leaves(options.quick);
             preempt::run_confirming(shapes::w3_preemption(nodes, asks, leaves, options.seed))?

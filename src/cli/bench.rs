@@ -116,6 +116,26 @@ pub struct BenchArgs {
     /// the core's tables make their last doublings around then.
     #[arg(long, default_value_t = 2.0, requires = "rate")]
     pub warmup: f64,
+    /// `--workload w4` and `--workload mesos`: pins the scheduling thread to
+    /// the first CPU this process may run on and the Mesos master's thread
+    /// to the second, as `serve --pin-threads` does.
+    #[arg(long)]
+    pub pin_threads: bool,
+}
+
+/// The CPUs of `--pin-threads` (scheduling thread, master), or why not.
+fn pinned_cpus(args: &BenchArgs) -> Result<Option<(usize, usize)>, String> {
+    if !args.pin_threads {
+        return Ok(None);
+    }
+    if !matches!(args.workload, WorkloadArg::W4 | WorkloadArg::Mesos) {
+        return Err(
+            "--pin-threads applies to the workloads through the Mesos front end (w4, mesos)"
+                .to_string(),
+        );
+    }
+    let cpus = unisched_core::affinity::spread(2).map_err(|e| format!("--pin-threads: {e}"))?;
+    Ok(Some((cpus[0], cpus[1])))
 }
 
 /// Runs `bench`.
@@ -148,8 +168,20 @@ pub fn run(args: BenchArgs) -> ExitCode {
     if args.growth {
         return run_growth(&args);
     }
+    let pinned = match pinned_cpus(&args) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("bench: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if let Some((sched, master)) = pinned {
+        eprintln!(
+            "bench: the scheduling thread pinned to CPU {sched}, the Mesos master's thread to CPU {master}"
+        );
+    }
     if args.workload == WorkloadArg::Mesos {
-        return run_mesos(&args);
+        return run_mesos(&args, pinned);
     }
     if args.preemption && args.workload != WorkloadArg::W3 {
         eprintln!("bench: --preemption applies to --workload w3 only");
@@ -176,6 +208,7 @@ pub fn run(args: BenchArgs) -> ExitCode {
             timeout: Duration::from_secs(args.timeout),
             preemption: args.preemption,
             warm_runs: args.warm_runs,
+            pinned,
         };
         let mut repeat = 0;
         let result = bench::run(&options, |m| {
@@ -266,7 +299,7 @@ fn run_sustained(args: &BenchArgs, rate: u64) -> ExitCode {
 }
 
 /// Runs `bench --workload mesos`: one run per repeat, then the medians.
-fn run_mesos(args: &BenchArgs) -> ExitCode {
+fn run_mesos(args: &BenchArgs, pinned: Option<(usize, usize)>) -> ExitCode {
     let positive = |v: f64| v > 0.0 && v.is_finite();
     if args.frameworks == 0
         || args.agents == 0
@@ -296,6 +329,7 @@ fn run_mesos(args: &BenchArgs) -> ExitCode {
         task_duration: Duration::from_secs_f64(args.task_duration),
         allocation_interval: Duration::from_secs_f64(args.allocation_interval),
         seconds,
+        pinned,
     };
     let mut reports = Vec::new();
     for repeat in 1..=args.repeat.max(1) {
@@ -364,6 +398,7 @@ fn run_growth(args: &BenchArgs) -> ExitCode {
                 timeout: Duration::from_secs(args.timeout),
                 preemption: false,
                 warm_runs: 0,
+                pinned: None,
             };
             match bench::run(&options, |_| {}) {
                 // Peak RSS is left out: one process runs every cell, and

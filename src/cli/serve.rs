@@ -44,6 +44,12 @@ pub struct ServeArgs {
     /// charts are sampled (e.g. `10s`); upstream samples once a minute.
     #[arg(long, default_value = "60s")]
     pub history_interval: String,
+    /// Pins the scheduling thread to the first CPU this process may run on
+    /// and (with --mesos-addr) the Mesos master's thread to the second, so
+    /// that the two threads of an allocation run never share a CPU. Off by
+    /// default; refused when the process may use only one CPU.
+    #[arg(long)]
+    pub pin_threads: bool,
     /// The Mesos-compatible master's flags.
     #[command(flatten)]
     pub mesos: MesosArgs,
@@ -196,6 +202,22 @@ pub fn run(args: ServeArgs) -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
+    let mut mesos = mesos;
+    if args.pin_threads {
+        let wanted = if mesos.is_some() { 2 } else { 1 };
+        match unisched_core::affinity::spread(wanted) {
+            Ok(cpus) => {
+                options.cpu = cpus.first().copied();
+                if let Some(m) = mesos.as_mut() {
+                    m.settings.cpu = cpus.get(1).copied();
+                }
+            }
+            Err(e) => {
+                eprintln!("serve: --pin-threads: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
     let scheduler = Scheduler::start(options);
     // The Mesos master, once started, is reloaded with the file too.
     let master: Arc<OnceLock<MasterHandle>> = Arc::new(OnceLock::new());

@@ -78,7 +78,11 @@ impl Dispatcher {
         let (rm, out) = (rm_id.to_string(), allocations_out.clone());
         let thread = std::thread::Builder::new()
             .name(name)
-            .spawn(move || deliver_all(&rm, callback.as_ref(), rx, spin, &out))
+            .spawn(move || {
+                // Started on the scheduling thread: not held to its CPU.
+                crate::affinity::unpin_current();
+                deliver_all(&rm, callback.as_ref(), rx, spin, &out)
+            })
             .ok();
         if thread.is_none() {
             tracing::error!(

@@ -96,6 +96,10 @@ pub struct SchedulerOptions {
     /// caller that hands the core one batch at a time and waits for it, as
     /// `unisched simulate` does: see `spin.rs`.
     pub spin_before_park: Duration,
+    /// Pins the scheduling thread to this CPU (`unisched serve
+    /// --pin-threads`; see [`crate::affinity`]). `None` (the default): the
+    /// kernel places it.
+    pub cpu: Option<usize>,
 }
 
 /// A [`SchedulerOptions::spin_before_park`] for a caller that drives the
@@ -122,6 +126,7 @@ impl Default for SchedulerOptions {
             queue_cleanup_interval: DEFAULT_QUEUE_CLEANUP_INTERVAL,
             completed_apps_kept: 10_000,
             spin_before_park: Duration::ZERO,
+            cpu: None,
         }
     }
 }
@@ -137,6 +142,7 @@ impl std::fmt::Debug for SchedulerOptions {
             .field("queue_cleanup_interval", &self.queue_cleanup_interval)
             .field("completed_apps_kept", &self.completed_apps_kept)
             .field("spin_before_park", &self.spin_before_park)
+            .field("cpu", &self.cpu)
             .finish_non_exhaustive()
     }
 }
@@ -194,9 +200,13 @@ impl Scheduler {
             registered.clone(),
             observer.clone(),
         );
+        let cpu = options.cpu;
         let thread = std::thread::Builder::new()
             .name("unisched-scheduler".to_string())
-            .spawn(move || engine.run(rx))
+            .spawn(move || {
+                crate::affinity::pin_or_warn(cpu, "unisched-scheduler");
+                engine.run(rx)
+            })
             .expect("the scheduling thread must start");
         Self {
             inner: Arc::new(Inner {

@@ -116,6 +116,10 @@ pub struct Settings {
     /// and resource providers) so that a run on a virtual clock replays
     /// exactly; `None` (the default): random ids.
     pub id_seed: Option<u64>,
+    /// Pins the master's thread to this CPU (`unisched serve
+    /// --pin-threads`; see `unisched_core::affinity`). `None` (the
+    /// default): the kernel places it.
+    pub cpu: Option<usize>,
 }
 
 impl Default for Settings {
@@ -134,6 +138,7 @@ impl Default for Settings {
             port: 5050,
             kill_grace_period: Duration::from_secs(3),
             id_seed: None,
+            cpu: None,
         }
     }
 }
@@ -427,6 +432,7 @@ impl MasterHandle {
         )?;
         let clock = scheduler.clock();
         let id_seed = settings.id_seed;
+        let cpu = settings.cpu;
         let master_id = match id_seed {
             Some(mut seed) => state::seeded_uuid(&mut seed).to_string(),
             None => uuid::Uuid::new_v4().to_string(),
@@ -459,6 +465,7 @@ impl MasterHandle {
         std::thread::Builder::new()
             .name("unisched-mesos-master".to_string())
             .spawn(move || {
+                unisched_core::affinity::pin_or_warn(cpu, "unisched-mesos-master");
                 if let Some(seed) = id_seed {
                     // Past the state that made the master id.
                     state::seed_ids(seed.wrapping_add(1));
