@@ -7,6 +7,7 @@
 //! stream, and log no script error.
 
 mod browser;
+mod local_serve;
 
 use std::time::Duration;
 

@@ -2,10 +2,11 @@
 //! master's thread each run on a CPU of their own, read back from
 //! /proc; refused with a reason where the process may use one CPU only.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
+
+mod local_serve;
 
 const WITHIN: Duration = Duration::from_secs(30);
 
@@ -39,20 +40,8 @@ fn thread_cpus(pid: u32) -> Vec<(String, String)> {
 fn serve_command(cpus: &str) -> Command {
     let mut cmd = Command::new("taskset");
     cmd.args(["-c", cpus, env!("CARGO_BIN_EXE_unisched")])
-        .args([
-            "serve",
-            "--pin-threads",
-            "--grpc-addr",
-            "127.0.0.1:0",
-            "--http-addr",
-            "127.0.0.1:0",
-            "--mesos-addr",
-            "127.0.0.1:0",
-            "--agents",
-            "2",
-            "--agent-executor",
-            "simulated",
-        ])
+        .args(local_serve::args(2))
+        .arg("--pin-threads")
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
     cmd
@@ -80,13 +69,7 @@ fn serve_pins_the_scheduling_thread_and_the_master_apart() {
     let mut child = serve_command(&format!("{a},{b}"))
         .spawn()
         .expect("taskset and unisched serve start");
-    let stderr = child.stderr.take().expect("stderr");
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
+    let rx = local_serve::stderr_lines(&mut child);
     let mut mesos = None;
     let deadline = Instant::now() + WITHIN;
     while mesos.is_none() && Instant::now() < deadline {

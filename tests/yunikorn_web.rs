@@ -10,6 +10,7 @@
 //! build it, so this is the documented manual check.
 
 mod browser;
+mod local_serve;
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};

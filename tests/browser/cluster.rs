@@ -3,11 +3,11 @@
 //! a YuniKorn-style RM over gRPC with queues, nodes and applications, and a
 //! Mesos framework on the v1 scheduler HTTP API running one task.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
-use std::sync::mpsc;
+
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -63,32 +63,13 @@ fn addr_after(line: &str, marker: &str) -> Option<String> {
 /// sampling its history every second.
 pub fn serve() -> Serve {
     let mut child = Command::new(env!("CARGO_BIN_EXE_unisched"))
-        .args([
-            "serve",
-            "--grpc-addr",
-            "127.0.0.1:0",
-            "--http-addr",
-            "127.0.0.1:0",
-            "--mesos-addr",
-            "127.0.0.1:0",
-            "--agents",
-            "3",
-            "--agent-executor",
-            "simulated",
-            "--history-interval",
-            "1s",
-        ])
+        .args(crate::local_serve::args(3))
+        .args(["--history-interval", "1s"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .expect("unisched serve starts");
-    let stderr = child.stderr.take().expect("stderr");
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
+    let rx = crate::local_serve::stderr_lines(&mut child);
     let (mut grpc, mut http, mut mesos) = (None, None, None);
     while grpc.is_none() || http.is_none() || mesos.is_none() {
         let line = rx.recv_timeout(WITHIN).expect("serve prints its addresses");
