@@ -47,7 +47,7 @@ pub struct ServeArgs {
     /// Pins the scheduling thread to the first CPU this process may run on
     /// and (with --mesos-addr) the Mesos master's thread to the second, so
     /// that the two threads of an allocation run never share a CPU. Off by
-    /// default; refused when the process may use only one CPU.
+    /// default; refused when the process may use fewer CPUs than that.
     #[arg(long)]
     pub pin_threads: bool,
     /// The Mesos-compatible master's flags.
@@ -180,7 +180,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
         },
         _ => None,
     };
-    let mesos = match args.mesos.options(
+    let mut mesos = match args.mesos.options(
         default_config.as_ref().map(|(_, text)| text.clone()),
         args.token.clone(),
     ) {
@@ -202,7 +202,6 @@ pub fn run(args: ServeArgs) -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
-    let mut mesos = mesos;
     if args.pin_threads {
         let wanted = if mesos.is_some() { 2 } else { 1 };
         match unisched_core::affinity::spread(wanted) {
