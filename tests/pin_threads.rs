@@ -66,10 +66,12 @@ fn serve_pins_the_scheduling_thread_and_the_master_apart() {
     // The two highest CPUs, so that "the first this process may run on" is
     // not simply CPU 0.
     let (a, b) = (allowed[allowed.len() - 2], allowed[allowed.len() - 1]);
-    let mut child = serve_command(&format!("{a},{b}"))
-        .spawn()
-        .expect("taskset and unisched serve start");
-    let rx = local_serve::stderr_lines(&mut child);
+    let mut serve = Killed(
+        serve_command(&format!("{a},{b}"))
+            .spawn()
+            .expect("taskset and unisched serve start"),
+    );
+    let rx = local_serve::stderr_lines(&mut serve.0);
     let mut mesos = None;
     let deadline = Instant::now() + WITHIN;
     while mesos.is_none() && Instant::now() < deadline {
@@ -82,50 +84,50 @@ fn serve_pins_the_scheduling_thread_and_the_master_apart() {
     }
     let mesos = mesos.expect("serve prints the master's address");
     assert_eq!(get_status(&mesos, "/health"), "HTTP/1.0 200 OK");
-    // taskset execs unisched in its own process: the pid is the server's.
-    // A thread pins itself as it starts: read until both have (or time
-    // is up), then compare.
+    // The scheduling thread on a, the master on b, and every other thread
+    // on both: the process's first, the tokio workers, and the core's
+    // callback thread, which the scheduling thread starts after it pinned
+    // itself. A thread (un)pins itself as it starts: read until all have
+    // (taskset execs unisched, so the pid is the server's), then compare.
     let (a_text, b_text) = (a.to_string(), b.to_string());
-    let cpus_of = |threads: &[(String, String)], name: &str| {
-        threads
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, c)| c.clone())
-    };
-    let mut threads = thread_cpus(child.id());
-    while Instant::now() < deadline
-        && (cpus_of(&threads, "unisched-schedu").as_ref() != Some(&a_text)
-            || cpus_of(&threads, "unisched-mesos-").as_ref() != Some(&b_text))
-    {
-        std::thread::sleep(Duration::from_millis(50));
-        threads = thread_cpus(child.id());
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    assert_eq!(
-        cpus_of(&threads, "unisched-schedu"),
-        Some(a_text),
-        "{threads:?}"
-    );
-    assert_eq!(
-        cpus_of(&threads, "unisched-mesos-"),
-        Some(b_text),
-        "{threads:?}"
-    );
-    // Every other thread keeps the whole set: the process's first, the
-    // tokio workers, and the core's callback thread, which the scheduling
-    // thread starts after it pinned itself.
     let whole = [format!("{a},{b}"), format!("{a}-{b}")];
-    assert!(
-        threads
-            .iter()
-            .any(|(n, _)| n.starts_with("unisched-callba")),
-        "{threads:?}"
-    );
+    let placed = |name: &str, cpus: &str| match name {
+        "unisched-schedu" => cpus == a_text,
+        "unisched-mesos-" => cpus == b_text,
+        _ => whole.iter().any(|w| w == cpus),
+    };
+    let settled = |threads: &[(String, String)]| {
+        threads.iter().any(|(n, _)| n == "unisched-schedu")
+            && threads.iter().any(|(n, _)| n == "unisched-mesos-")
+            && threads
+                .iter()
+                .any(|(n, _)| n.starts_with("unisched-callba"))
+            && threads.iter().all(|(n, c)| placed(n, c))
+    };
+    let mut threads = thread_cpus(serve.0.id());
+    while Instant::now() < deadline && !settled(&threads) {
+        std::thread::sleep(Duration::from_millis(50));
+        threads = thread_cpus(serve.0.id());
+    }
+    drop(serve);
+    for name in ["unisched-schedu", "unisched-mesos-", "unisched-callba"] {
+        assert!(
+            threads.iter().any(|(n, _)| n == name),
+            "no {name}: {threads:?}"
+        );
+    }
     for (name, cpus) in &threads {
-        if name != "unisched-schedu" && name != "unisched-mesos-" {
-            assert!(whole.contains(cpus), "{name} on {cpus}: {threads:?}");
-        }
+        assert!(placed(name, cpus), "{name} on {cpus}: {threads:?}");
+    }
+}
+
+/// A child process killed (and reaped) when dropped, a failed assertion too.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
 }
 

@@ -7,7 +7,6 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
-
 use std::time::Duration;
 
 use serde_json::{Value, json};
