@@ -103,6 +103,15 @@ async fn s03_one_offer_of_the_whole_agent_and_nothing_for_a_second_framework() {
         assert_eq!(offers.len(), 1);
         assert_eq!(scalar(&offers[0], "cpus"), 2.0);
         assert_eq!(scalar(&offers[0], "mem"), 1024.0);
+        // As in Mesos, the offer names where its agent is reached: here the
+        // master's address, which serves the agent's endpoints under
+        // /slave(1) (the pid /state shows for it).
+        let url = offers[0].url.as_ref().expect("the agent's URL");
+        assert_eq!(url.scheme, "http");
+        assert_eq!(url.address.ip.as_deref(), Some("127.0.0.1"));
+        assert_eq!(url.address.port, i32::from(m.cluster.addr.port()));
+        assert_eq!(url.path.as_deref(), Some("/slave(1)"));
+        assert_eq!(url.address.hostname.as_deref(), Some(&*offers[0].hostname));
         let mut f2 = m.subscribe(framework("f2", "r2"), ct).await;
         m.allocate().await;
         assert!(f2.maybe_next().await.is_none(), "nothing of A for f2");

@@ -28,6 +28,7 @@ impl Master {
         let now = self.now();
         let mut agent = Agent::new(id.clone(), info, resources, occupied, backend, now);
         agent.pid = self.new_agent_pid();
+        agent.url = self.agent_url(&agent);
         self.agents.insert(id.clone(), agent);
         self.sync_pools(&id);
         // A new agent is offered at once, as Mesos does.
@@ -35,6 +36,24 @@ impl Master {
             unisched_core::scheduler::offers::OfferChange::Allocate,
         ]);
         id
+    }
+
+    /// An agent's URL as its offers carry it: as Mesos writes it from the
+    /// agent's pid (`http://ip:port/slave(N)`, with the agent's hostname),
+    /// here the master's address, which serves the agent's endpoints under
+    /// `/slave(N)/` (the pid `/state` shows).
+    fn agent_url(&self, agent: &Agent) -> Box<[u8]> {
+        let ip = self.info.address.as_ref().and_then(|a| a.ip.clone());
+        super::offer_wire::url_field(&v1::Url {
+            scheme: "http".to_string(),
+            address: v1::Address {
+                hostname: Some(agent.info.hostname.clone()),
+                ip: Some(ip.unwrap_or_else(|| "127.0.0.1".to_string())),
+                port: i32::try_from(self.info.port).unwrap_or(i32::MAX),
+            },
+            path: Some(format!("/slave({})", agent.pid)),
+            ..Default::default()
+        })
     }
 
     /// Removes an agent: its offers are rescinded, its tasks become

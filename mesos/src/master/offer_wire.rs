@@ -36,8 +36,21 @@ pub(super) struct OfferView<'a, R> {
     pub executor_ids: &'a [&'a str],
     /// The agent's attributes.
     pub attributes: &'a [v1::Attribute],
+    /// Where the agent is reached: its URL as field 8 of an offer, encoded
+    /// ([`url_field`]; empty for none).
+    pub url: &'a [u8],
     /// The role it is allocated to.
     pub role: &'a str,
+}
+
+/// An agent's URL as field 8 of an offer (`Offer.url`), encoded once when
+/// the agent joins and copied into each of its offers: Mesos sets it on
+/// every offer, and frameworks read it (mesos-framework takes the agent's
+/// address from `offer.url.address.ip`).
+pub(super) fn url_field(url: &v1::Url) -> Box<[u8]> {
+    let mut field = Vec::with_capacity(message::encoded_len(8, url));
+    message::encode(8, url, &mut field);
+    field.into_boxed_slice()
 }
 
 /// One resource of an offer, written allocated to the offer's role.
@@ -327,6 +340,7 @@ pub(super) fn push_offer<'r, R>(
             .iter()
             .map(|a| message::encoded_len(7, a))
             .sum::<usize>()
+        + offer.url.len()
         + wrapped_len(offer.role);
     let start = body.len();
     body.resize(start + field_len(len), 0);
@@ -360,6 +374,7 @@ pub(super) fn push_offer<'r, R>(
     for a in offer.attributes {
         w.message(7, a);
     }
+    w.bytes(offer.url);
     w.wrapped(10, offer.role);
     debug_assert_eq!(w.at, w.out.len(), "an offer's length as computed");
 }
@@ -417,7 +432,8 @@ mod tests {
                 value: view.agent.to_string(),
             },
             hostname: view.hostname.to_string(),
-            url: None,
+            // The field's bytes are an offer with nothing else set.
+            url: v1::Offer::decode(view.url).expect("a url field").url,
             domain: None,
             resources: view
                 .resources
@@ -480,6 +496,21 @@ mod tests {
         // Around the lengths where a field's length takes a second byte.
         let len = |n: usize| "y".repeat(n);
         let (l125, l126, l127, l128) = (len(125), len(126), len(127), len(128));
+        // Agents' URLs as the master writes them into their offers; one
+        // long enough that its length takes two bytes.
+        let url = |host: &str, n: u32| {
+            url_field(&v1::Url {
+                scheme: "http".into(),
+                address: v1::Address {
+                    hostname: Some(host.into()),
+                    ip: Some("127.0.0.1".into()),
+                    port: 5050,
+                },
+                path: Some(format!("/slave({n})")),
+                ..Default::default()
+            })
+        };
+        let (url1, url2, url12) = (url("agent-1", 1), url(&long, 2), url("agent-12", 12));
         let views = [
             OfferView {
                 id: "a6e5-O1",
@@ -489,6 +520,7 @@ mod tests {
                 resources: plain.iter().copied(),
                 executor_ids: &[],
                 attributes: &[],
+                url: &url1,
                 role: "web",
             },
             OfferView {
@@ -499,6 +531,7 @@ mod tests {
                 resources: reserved.iter().copied(),
                 executor_ids: &["e1", "e2"],
                 attributes: &attributes,
+                url: &url2,
                 role: "db/x",
             },
             OfferView {
@@ -509,6 +542,7 @@ mod tests {
                 resources: plain.iter().copied(),
                 executor_ids: &[&l128],
                 attributes: &[],
+                url: &[],
                 role: &long,
             },
             OfferView {
@@ -519,6 +553,7 @@ mod tests {
                 resources: [].iter().copied(),
                 executor_ids: &[&l127],
                 attributes: &[],
+                url: &[],
                 role: &l125,
             },
             OfferView {
@@ -529,6 +564,7 @@ mod tests {
                 resources: [].iter().copied(),
                 executor_ids: &[],
                 attributes: &[],
+                url: &[],
                 role: "",
             },
             OfferView {
@@ -539,6 +575,7 @@ mod tests {
                 resources: briefed.iter().copied(),
                 executor_ids: &[],
                 attributes: &attributes,
+                url: &[],
                 role: "web/a",
             },
             OfferView {
@@ -549,6 +586,7 @@ mod tests {
                 resources: mixed.iter().copied(),
                 executor_ids: &["e"],
                 attributes: &[],
+                url: &[],
                 role: &l127,
             },
             // The body's remembered resources: a brief after entries (not
@@ -563,6 +601,7 @@ mod tests {
                 resources: briefed.iter().copied(),
                 executor_ids: &[],
                 attributes: &[],
+                url: &[],
                 role: "web/a",
             },
             OfferView {
@@ -573,6 +612,7 @@ mod tests {
                 resources: briefed.iter().copied(),
                 executor_ids: &[],
                 attributes: &[],
+                url: &[],
                 role: "web/a",
             },
             OfferView {
@@ -583,6 +623,7 @@ mod tests {
                 resources: briefed.iter().copied(),
                 executor_ids: &[],
                 attributes: &[],
+                url: &[],
                 role: "web/b",
             },
             OfferView {
@@ -593,6 +634,7 @@ mod tests {
                 resources: other.iter().copied(),
                 executor_ids: &[],
                 attributes: &[],
+                url: &[],
                 role: "web/b",
             },
             OfferView {
@@ -603,6 +645,7 @@ mod tests {
                 resources: other.iter().copied(),
                 executor_ids: &["e"],
                 attributes: &attributes,
+                url: &url12,
                 role: "web/b",
             },
         ];
@@ -665,6 +708,7 @@ mod tests {
                 resources: resources.iter().copied(),
                 executor_ids: &[],
                 attributes: &[],
+                url: &[],
                 role: "r",
             }
         }
@@ -710,6 +754,7 @@ mod tests {
             resources: r.iter().copied(),
             executor_ids: &[],
             attributes: &[],
+            url: &[],
             role: "*",
         };
         for _ in 0..400 {

@@ -51,8 +51,9 @@ pub fn policy_change(min: &[Resources]) -> OfferChange {
     }
 }
 
-/// About the size of one encoded offer of an agent's plain scalars: room
-/// an OFFERS body is made with per offer expected.
+/// About the size of one encoded offer of an agent's plain scalars, its URL
+/// aside: room an OFFERS body is made with per offer expected (plus the
+/// URL of the agent it starts with: agents' URLs are of about one length).
 const OFFER_BYTES: usize = 256;
 
 /// Appends to an OFFERS body the offer `id` of `resources` of `agent` to
@@ -88,6 +89,7 @@ fn push_agent_offer<'a>(
             resources,
             executor_ids: &executor_ids,
             attributes: &agent.info.attributes,
+            url: &agent.url,
             role,
         },
         memo,
@@ -436,7 +438,7 @@ impl Master {
             open.events.push(RunOffers {
                 framework: framework.clone(),
                 handle,
-                body: offer_wire::new_body(open.per_framework * OFFER_BYTES),
+                body: offer_wire::new_body(open.per_framework * (OFFER_BYTES + agent.url.len())),
                 offers: Vec::with_capacity(open.per_framework),
                 stale: false,
                 memo: offer_wire::PlainMemo::default(),

@@ -78,6 +78,9 @@ pub struct Agent {
     pub occupied: Resources,
     /// Its libprocess-style number: its endpoints are under `/slave(N)/`.
     pub pid: u32,
+    /// Its URL (`http://<master's address>/slave(N)`, named by its
+    /// hostname) as field 8 of its offers, encoded (`offer_wire::url_field`).
+    pub(super) url: Box<[u8]>,
     /// An agent only for an external resource provider's resources: it runs
     /// no tasks.
     pub external: bool,
@@ -123,6 +126,7 @@ impl Agent {
             free,
             occupied,
             pid: 0,
+            url: Box::default(),
             external: false,
             pools: BTreeMap::new(),
             tasks: Default::default(),
