@@ -1,15 +1,26 @@
-//! A real Mesos framework library against the master: pymesos 0.3.15 (the
-//! scheduler driver Python frameworks use) launches command tasks through
-//! `POST /api/v1/scheduler`, on agents that run them with `/bin/sh -c`.
+//! Real Mesos framework libraries against the master, unchanged: each runs
+//! a small framework (its script under `mesos/tests/<library>/`) that
+//! launches command tasks through `POST /api/v1/scheduler`, on agents that
+//! run them with `/bin/sh -c`, and tears itself down.
 //!
-//! pymesos needs Python 3.10 or older (its http-parser dependency). `.ci/run`
-//! makes a virtualenv with it at `target/pymesos-venv`; elsewhere point
-//! `UNISCHED_PYMESOS_PYTHON` at such a python. Without one the test says so
-//! and passes, unless `UNISCHED_REQUIRE_PYMESOS=1` (set by CI) makes that a
-//! failure.
+//! - pymesos 0.3.15 (PyPI; the scheduler driver Python frameworks use):
+//!   Python 3.10 or older (its http-parser dependency).
+//! - mesoshttp 0.3.2 (PyPI): JSON, and a stream read line by line.
+//! - mesos-framework 0.5.3 (npm; Node.js): JSON, one event per chunk, and
+//!   the agent's address read from each offer's `url`.
+//!
+//! `.ci/run` installs them under `target/` (`pymesos-venv`,
+//! `mesoshttp-venv`, `mesos-framework-node`). Elsewhere, point
+//! `UNISCHED_PYMESOS_PYTHON` or `UNISCHED_MESOSHTTP_PYTHON` at a python that
+//! imports the library, or `UNISCHED_MESOS_FRAMEWORK_MODULES` at a
+//! `node_modules` holding mesos-framework. Without one a test says so and
+//! passes, unless CI's `UNISCHED_REQUIRE_PYMESOS`,
+//! `UNISCHED_REQUIRE_MESOSHTTP` or `UNISCHED_REQUIRE_MESOS_FRAMEWORK` makes
+//! that a failure.
 
 mod common;
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
@@ -19,55 +30,87 @@ use unisched_mesos::agent::ExecutorKind;
 use unisched_mesos::local::{self, LocalOptions};
 use unisched_mesos::resources::Resources;
 
-/// A python that can import pymesos, if there is one.
-fn pymesos_python() -> Option<PathBuf> {
-    let venv = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/pymesos-venv/bin/python");
-    let candidate = std::env::var_os("UNISCHED_PYMESOS_PYTHON")
+/// Tasks each framework launches.
+const TASKS: usize = 6;
+
+fn repo_path(relative: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(relative)
+}
+
+/// What `probe` found, or `None` after saying the test is skipped (a
+/// failure instead when `require` is set).
+fn found<T>(library: &str, require: &str, probe: Option<T>) -> Option<T> {
+    if probe.is_none() {
+        assert!(
+            std::env::var_os(require).is_none(),
+            "{require} is set but {library} was not found"
+        );
+        eprintln!(
+            "SKIPPED: {library} not found (see the module docs of mesos/tests/framework_libraries.rs)"
+        );
+    }
+    probe
+}
+
+/// A python (from `variable`, else the virtualenv `venv` under `target/`)
+/// that imports `module`.
+fn python_with(module: &str, variable: &str, venv: &str) -> Option<PathBuf> {
+    let candidate = std::env::var_os(variable)
         .map(PathBuf::from)
-        .unwrap_or(venv);
+        .unwrap_or_else(|| repo_path(&format!("../target/{venv}/bin/python")));
     let works = Command::new(&candidate)
-        .args(["-c", "import pymesos"])
+        .args(["-c", &format!("import {module}")])
         .output()
         .is_ok_and(|o| o.status.success());
     works.then_some(candidate)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn pymesos_runs_command_tasks_to_completion() {
-    let Some(python) = pymesos_python() else {
-        assert!(
-            std::env::var_os("UNISCHED_REQUIRE_PYMESOS").is_none(),
-            "UNISCHED_REQUIRE_PYMESOS is set but no python with pymesos was found"
-        );
-        eprintln!(
-            "SKIPPED: no python with pymesos (see the module docs of mesos/tests/pymesos.rs)"
-        );
-        return;
-    };
-    let work_dir = std::env::temp_dir().join(format!("unisched-pymesos-{}", std::process::id()));
+/// A framework program: what to run, and where.
+struct Framework {
+    program: PathBuf,
+    script: PathBuf,
+    env: Vec<(&'static str, OsString)>,
+    /// Its working directory, made for it (under the test's own).
+    dir: Option<&'static str>,
+}
+
+/// Runs `framework` against a master with two process agents, with the
+/// master's address and the task count as its arguments; checks that every
+/// task finished in a sandbox of its own and that its teardown left nothing
+/// behind in the master or the core. Returns the JSON summary it printed
+/// last.
+async fn runs_to_completion(name: &str, framework: Framework) -> serde_json::Value {
+    let work_dir = std::env::temp_dir().join(format!("unisched-{name}-{}", std::process::id()));
     let scheduler = Scheduler::start(SchedulerOptions::default());
     let cluster = local::start(
         scheduler.clone(),
         LocalOptions {
             addr: "127.0.0.1:0".parse().unwrap(),
             agents: 2,
-            agent_resources: Resources::parse("cpus:2;mem:1024").unwrap(),
+            agent_resources: Resources::parse("cpus:2;mem:1024;ports:[31000-31100]").unwrap(),
             executor: ExecutorKind::Process,
-            work_dir: work_dir.clone(),
+            work_dir: work_dir.join("agents"),
             ..Default::default()
         },
     )
     .await
     .expect("master starts");
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/pymesos/framework.py");
     let master = cluster.addr.to_string();
+    let cwd = framework.dir.map(|d| work_dir.join(d));
+    if let Some(cwd) = &cwd {
+        std::fs::create_dir_all(cwd).expect("the framework's directory");
+    }
     let output = tokio::task::spawn_blocking(move || {
-        Command::new(python)
-            .arg(script)
+        let mut command = Command::new(&framework.program);
+        command
+            .arg(&framework.script)
             .arg(master)
-            .arg("6")
-            .output()
-            .expect("python runs")
+            .arg(TASKS.to_string())
+            .envs(framework.env);
+        if let Some(cwd) = cwd {
+            command.current_dir(cwd);
+        }
+        command.output().expect("the framework runs")
     })
     .await
     .unwrap();
@@ -75,23 +118,42 @@ async fn pymesos_runs_command_tasks_to_completion() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         output.status.success(),
-        "pymesos framework failed\nstdout: {stdout}\nstderr: {stderr}"
+        "the {name} framework failed\nstdout: {stdout}\nstderr: {stderr}"
     );
-    let summary: serde_json::Value = serde_json::from_str(stdout.trim()).expect("JSON summary");
-    assert_eq!(summary["finished"], 6, "{summary}");
+    let last = stdout.lines().last().unwrap_or_default();
+    let summary: serde_json::Value = serde_json::from_str(last).expect("a JSON summary");
+    assert_eq!(summary["finished"], TASKS, "{summary}");
     // Each task wrote into its own sandbox.
-    let outputs = common::walk(&work_dir)
+    let outputs = common::walk(&work_dir.join("agents"))
         .into_iter()
         .filter(|p| p.file_name().is_some_and(|n| n == "out.txt"))
         .count();
-    assert_eq!(outputs, 6);
-    // Torn down: nothing of it is left in the master or the core.
-    let state: serde_json::Value = reqwest::get(format!("http://{}/state", cluster.addr))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    assert_eq!(outputs, TASKS);
+    torn_down(&cluster.addr.to_string(), &scheduler).await;
+    cluster.stop();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let _ = std::fs::remove_dir_all(work_dir);
+    summary
+}
+
+/// Nothing of the torn-down framework is left in the master or the core.
+async fn torn_down(master: &str, scheduler: &Scheduler) {
+    // The teardown call may still be on its way when the program exits.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let state = loop {
+        let state: serde_json::Value = reqwest::get(format!("http://{master}/state"))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if state["frameworks"].as_array().unwrap().is_empty()
+            || tokio::time::Instant::now() > deadline
+        {
+            break state;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
     assert_eq!(state["frameworks"].as_array().unwrap().len(), 0, "{state}");
     assert_eq!(state["completed_frameworks"].as_array().unwrap().len(), 1);
     for slave in state["slaves"].as_array().unwrap() {
@@ -105,7 +167,83 @@ async fn pymesos_runs_command_tasks_to_completion() {
         "{:?}",
         snap.nodes
     );
-    cluster.stop();
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    let _ = std::fs::remove_dir_all(work_dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pymesos_runs_command_tasks_to_completion() {
+    let probe = python_with("pymesos", "UNISCHED_PYMESOS_PYTHON", "pymesos-venv");
+    let Some(python) = found("pymesos", "UNISCHED_REQUIRE_PYMESOS", probe) else {
+        return;
+    };
+    let framework = Framework {
+        program: python,
+        script: repo_path("tests/pymesos/framework.py"),
+        env: Vec::new(),
+        dir: None,
+    };
+    runs_to_completion("pymesos", framework).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mesoshttp_runs_command_tasks_to_completion() {
+    let probe = python_with("mesoshttp", "UNISCHED_MESOSHTTP_PYTHON", "mesoshttp-venv");
+    let Some(python) = found("mesoshttp", "UNISCHED_REQUIRE_MESOSHTTP", probe) else {
+        return;
+    };
+    let framework = Framework {
+        program: python,
+        script: repo_path("tests/mesoshttp/framework.py"),
+        env: Vec::new(),
+        dir: None,
+    };
+    let summary = runs_to_completion("mesoshttp", framework).await;
+    // Each offer named its agent's URL: the master's address, the agent's
+    // endpoints under /slave(N) (as /state's pids say).
+    let urls = summary["agent_urls"].as_array().expect("agent URLs");
+    assert!(!urls.is_empty(), "{summary}");
+    for url in urls {
+        let url = url.as_str().unwrap();
+        assert!(
+            url.starts_with("http://127.0.0.1:") && url.contains("/slave("),
+            "{url}"
+        );
+    }
+}
+
+/// Node and a `node_modules` holding mesos-framework, if both are there.
+fn mesos_framework_modules() -> Option<PathBuf> {
+    let modules = std::env::var_os("UNISCHED_MESOS_FRAMEWORK_MODULES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_path("../target/mesos-framework-node/node_modules"));
+    let works = Command::new("node")
+        .args(["-e", "require('mesos-framework')"])
+        .env("NODE_PATH", &modules)
+        .output()
+        .is_ok_and(|o| o.status.success());
+    works.then_some(modules)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mesos_framework_for_node_runs_command_tasks_to_completion() {
+    let probe = mesos_framework_modules();
+    let Some(modules) = found(
+        "mesos-framework (Node.js)",
+        "UNISCHED_REQUIRE_MESOS_FRAMEWORK",
+        probe,
+    ) else {
+        return;
+    };
+    let framework = Framework {
+        program: PathBuf::from("node"),
+        script: repo_path("tests/mesos-framework/framework.js"),
+        env: vec![("NODE_PATH", modules.into_os_string())],
+        // It logs into `logs/` under its working directory.
+        dir: Some("node"),
+    };
+    let summary = runs_to_completion("mesos-framework", framework).await;
+    assert_eq!(
+        summary["agent_ips"],
+        serde_json::json!(["127.0.0.1"]),
+        "{summary}"
+    );
 }

@@ -3,7 +3,8 @@
 Launches TASKS command tasks from the offers it gets (several per offer when
 they fit), declines what it does not use, acknowledges every update (pymesos
 does it implicitly), and exits 0 once every task reached TASK_FINISHED;
-non-zero with the reason otherwise. Used by mesos/tests/pymesos.rs (which says how to install pymesos).
+non-zero with the reason otherwise. Used by mesos/tests/framework_libraries.rs (which says how to install
+pymesos).
 """
 
 import json
