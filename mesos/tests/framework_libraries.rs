@@ -169,34 +169,48 @@ async fn torn_down(master: &str, scheduler: &Scheduler) {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn pymesos_runs_command_tasks_to_completion() {
-    let probe = python_with("pymesos", "UNISCHED_PYMESOS_PYTHON", "pymesos-venv");
-    let Some(python) = found("pymesos", "UNISCHED_REQUIRE_PYMESOS", probe) else {
-        return;
-    };
+/// Runs the framework of Python library `module` (its script
+/// `tests/<module>/framework.py`) when a python with it is found (see
+/// [`python_with`], [`found`]); its summary.
+async fn python_library(
+    module: &str,
+    python_variable: &str,
+    venv: &str,
+    require: &str,
+) -> Option<serde_json::Value> {
+    let python = found(module, require, python_with(module, python_variable, venv))?;
     let framework = Framework {
         program: python,
-        script: repo_path("tests/pymesos/framework.py"),
+        script: repo_path(&format!("tests/{module}/framework.py")),
         env: Vec::new(),
         dir: None,
     };
-    runs_to_completion("pymesos", framework).await;
+    Some(runs_to_completion(module, framework).await)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pymesos_runs_command_tasks_to_completion() {
+    python_library(
+        "pymesos",
+        "UNISCHED_PYMESOS_PYTHON",
+        "pymesos-venv",
+        "UNISCHED_REQUIRE_PYMESOS",
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mesoshttp_runs_command_tasks_to_completion() {
-    let probe = python_with("mesoshttp", "UNISCHED_MESOSHTTP_PYTHON", "mesoshttp-venv");
-    let Some(python) = found("mesoshttp", "UNISCHED_REQUIRE_MESOSHTTP", probe) else {
+    let Some(summary) = python_library(
+        "mesoshttp",
+        "UNISCHED_MESOSHTTP_PYTHON",
+        "mesoshttp-venv",
+        "UNISCHED_REQUIRE_MESOSHTTP",
+    )
+    .await
+    else {
         return;
     };
-    let framework = Framework {
-        program: python,
-        script: repo_path("tests/mesoshttp/framework.py"),
-        env: Vec::new(),
-        dir: None,
-    };
-    let summary = runs_to_completion("mesoshttp", framework).await;
     // Each offer named its agent's URL: the master's address, the agent's
     // endpoints under /slave(N) (as /state's pids say).
     let urls = summary["agent_urls"].as_array().expect("agent URLs");
