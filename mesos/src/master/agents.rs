@@ -43,17 +43,25 @@ impl Master {
     /// here the master's address, which serves the agent's endpoints under
     /// `/slave(N)/` (the pid `/state` shows).
     fn agent_url(&self, agent: &Agent) -> Box<[u8]> {
-        let ip = self.info.address.as_ref().and_then(|a| a.ip.clone());
         super::offer_wire::url_field(&v1::Url {
             scheme: "http".to_string(),
             address: v1::Address {
                 hostname: Some(agent.info.hostname.clone()),
-                ip: Some(ip.unwrap_or_else(|| "127.0.0.1".to_string())),
+                ip: Some(self.ip().to_string()),
                 port: i32::try_from(self.info.port).unwrap_or(i32::MAX),
             },
             path: Some(format!("/slave({})", agent.pid)),
             ..Default::default()
         })
+    }
+
+    /// The master's IP address, as its agents' pids and URLs name it.
+    pub(super) fn ip(&self) -> &str {
+        self.info
+            .address
+            .as_ref()
+            .and_then(|a| a.ip.as_deref())
+            .unwrap_or("127.0.0.1")
     }
 
     /// Removes an agent: its offers are rescinded, its tasks become

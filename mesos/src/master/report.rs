@@ -270,7 +270,7 @@ impl Master {
                     "hostname": a.info.hostname,
                     "port": a.info.port.unwrap_or(5051),
                     "attributes": attributes_json(&a.info.attributes),
-                    "pid": format!("slave({})@{}:{}", a.pid, self.info.address.as_ref().and_then(|x| x.ip.clone()).unwrap_or_else(|| "127.0.0.1".to_string()), self.info.port),
+                    "pid": format!("slave({})@{}:{}", a.pid, self.ip(), self.info.port),
                     "registered_time": seconds(a.registered_time),
                     "resources": resources_json(&a.total),
                     "used_resources": resources_json(&a.used),
