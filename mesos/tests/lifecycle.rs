@@ -384,6 +384,15 @@ async fn nothing_is_left_after_teardown_or_a_failover_timeout() {
         assert_eq!(a.simple(call::Type::Teardown).await, 202);
         assert!(a.closed().await, "TEARDOWN ends the stream");
         m.expect_empty().await;
+        // As in Mesos, its task ended killed by the master (the last of
+        // its statuses; /state shows a status's state and time only).
+        let state = m.state().await;
+        let ended = &state["completed_frameworks"][0]["completed_tasks"][0];
+        assert_eq!(ended["state"], "TASK_KILLED", "{ended}");
+        let statuses = ended["statuses"].as_array().unwrap();
+        assert_eq!(statuses.len(), 2, "{ended}");
+        assert_eq!(statuses[0]["state"], "TASK_RUNNING", "{ended}");
+        assert_eq!(statuses[1]["state"], "TASK_KILLED", "{ended}");
         // Gone for good after its failover timeout, with a task running.
         let mut info = framework("b", "r2");
         info.failover_timeout = Some(5.0);
@@ -407,8 +416,12 @@ async fn nothing_is_left_after_teardown_or_a_failover_timeout() {
             "the framework is removed after its failover timeout"
         );
         m.expect_empty().await;
+        let state = m.state().await;
+        let ended = &state["completed_frameworks"][1]["completed_tasks"][0];
+        assert_eq!(ended["state"], "TASK_KILLED", "{ended}");
         let metrics = m.metrics().await;
         assert_eq!(metrics["master/frameworks_removed"], 2.0, "{metrics}");
+        assert_eq!(metrics["master/tasks_killed"], 2.0, "{metrics}");
     }
 }
 

@@ -530,7 +530,7 @@ impl Master {
             self.deactivate(id, false);
             let tasks: Vec<String> = self.frameworks[id].tasks.iter().cloned().collect();
             for t in tasks {
-                self.remove_task(id, &t);
+                self.remove_task_of_removed_framework(id, &t);
             }
             let agents: Vec<String> = self.agents.keys().cloned().collect();
             for a in agents {

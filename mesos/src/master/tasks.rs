@@ -354,6 +354,42 @@ impl Master {
         }
     }
 
+    /// A task of a framework being removed (TEARDOWN, its failover timeout):
+    /// marked TASK_KILLED by the master, as Mesos marks it (reason
+    /// REASON_FRAMEWORK_REMOVED), with no update sent (no framework is left
+    /// to get it; its agents shut its tasks down), then moved to the
+    /// framework's completed tasks. A task that already ended keeps its
+    /// state.
+    pub(super) fn remove_task_of_removed_framework(&mut self, framework: &str, task: &str) {
+        let key = (framework.to_string(), task.to_string());
+        let now = self.now();
+        if let Some(t) = self.tasks.get_mut(&key)
+            && !is_terminal(t.state)
+        {
+            let state = v1::TaskState::TaskKilled;
+            let mut status = master_status(
+                &t.info.task_id,
+                Some(&v1::AgentId {
+                    value: t.agent.clone(),
+                }),
+                state,
+                v1::task_status::Reason::FrameworkRemoved,
+                format!("Framework {framework} removed"),
+                now,
+            );
+            status.executor_id = t.executor.as_ref().map(|e| e.executor_id.clone());
+            // No uuid: it is never sent, so never acknowledged.
+            t.state = state;
+            t.statuses.push(status);
+            *self
+                .counters
+                .tasks_terminal
+                .entry(state_name(state))
+                .or_default() += 1;
+        }
+        self.remove_task(framework, task);
+    }
+
     /// The task as `/state` and reconciliation describe it.
     pub(super) fn task_record(&self, t: &super::state::Task) -> v1::Task {
         v1::Task {
