@@ -8,14 +8,20 @@
 //! - mesoshttp 0.3.2 (PyPI): JSON, and a stream read line by line.
 //! - mesos-framework 0.5.3 (npm; Node.js): JSON, one event per chunk, and
 //!   the agent's address read from each offer's `url`.
+//! - mesos-go (the Mesos project's Go bindings, Debian's
+//!   golang-github-mesos-mesos-go-dev 0.0.6): its v1 client, httpsched and
+//!   controller, in protobuf (its default) and in JSON.
 //!
-//! `.ci/run` installs them under `target/` (`pymesos-venv`,
-//! `mesoshttp-venv`, `mesos-framework-node`). Elsewhere, point
+//! `.ci/run` installs the first three under `target/` (`pymesos-venv`,
+//! `mesoshttp-venv`, `mesos-framework-node`) and mesos-go with Go from
+//! Debian (sources under `/usr/share/gocode`; the test builds its framework
+//! into `target/mesos-go-framework/`). Elsewhere, point
 //! `UNISCHED_PYMESOS_PYTHON` or `UNISCHED_MESOSHTTP_PYTHON` at a python that
-//! imports the library, or `UNISCHED_MESOS_FRAMEWORK_MODULES` at a
-//! `node_modules` holding mesos-framework. Without one a test says so and
-//! passes, unless CI's `UNISCHED_REQUIRE_PYMESOS`,
-//! `UNISCHED_REQUIRE_MESOSHTTP` or `UNISCHED_REQUIRE_MESOS_FRAMEWORK` makes
+//! imports the library, `UNISCHED_MESOS_FRAMEWORK_MODULES` at a
+//! `node_modules` holding mesos-framework, or `UNISCHED_MESOS_GO_PATH` at a
+//! GOPATH holding mesos-go. Without one a test says so and passes, unless
+//! CI's `UNISCHED_REQUIRE_PYMESOS`, `UNISCHED_REQUIRE_MESOSHTTP`,
+//! `UNISCHED_REQUIRE_MESOS_FRAMEWORK` or `UNISCHED_REQUIRE_MESOS_GO` makes
 //! that a failure.
 
 mod common;
@@ -68,7 +74,8 @@ fn python_with(module: &str, variable: &str, venv: &str) -> Option<PathBuf> {
 /// A framework program: what to run, and where.
 struct Framework {
     program: PathBuf,
-    script: PathBuf,
+    /// Its arguments before the master's address and the task count.
+    args: Vec<OsString>,
     env: Vec<(&'static str, OsString)>,
     /// Its working directory, made for it (under the test's own).
     dir: Option<&'static str>,
@@ -103,7 +110,7 @@ async fn runs_to_completion(name: &str, framework: Framework) -> serde_json::Val
     let output = tokio::task::spawn_blocking(move || {
         let mut command = Command::new(&framework.program);
         command
-            .arg(&framework.script)
+            .args(&framework.args)
             .arg(master)
             .arg(TASKS.to_string())
             .envs(framework.env);
@@ -181,7 +188,7 @@ async fn python_library(
     let python = found(module, require, python_with(module, python_variable, venv))?;
     let framework = Framework {
         program: python,
-        script: repo_path(&format!("tests/{module}/framework.py")),
+        args: vec![repo_path(&format!("tests/{module}/framework.py")).into()],
         env: Vec::new(),
         dir: None,
     };
@@ -249,7 +256,7 @@ async fn mesos_framework_for_node_runs_command_tasks_to_completion() {
     };
     let framework = Framework {
         program: PathBuf::from("node"),
-        script: repo_path("tests/mesos-framework/framework.js"),
+        args: vec![repo_path("tests/mesos-framework/framework.js").into()],
         env: vec![("NODE_PATH", modules.into_os_string())],
         // It logs into `logs/` under its working directory.
         dir: Some("node"),
@@ -260,4 +267,81 @@ async fn mesos_framework_for_node_runs_command_tasks_to_completion() {
         serde_json::json!(["127.0.0.1"]),
         "{summary}"
     );
+}
+
+/// A GOPATH holding mesos-go's v1 sources, with Go to build against it.
+fn mesos_go_path() -> Option<PathBuf> {
+    let gopath = std::env::var_os("UNISCHED_MESOS_GO_PATH")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/share/gocode"));
+    let sources = gopath.join("src/github.com/mesos/mesos-go/api/v1/lib/httpcli/httpsched");
+    let go = Command::new("go")
+        .arg("version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    (go && sources.is_dir()).then_some(gopath)
+}
+
+/// Builds `tests/mesos-go/framework.go` (GOPATH mode, against `gopath`)
+/// into `target/mesos-go-framework/`, one program per test so that two
+/// tests never write one file.
+fn build_mesos_go_framework(gopath: &std::path::Path, name: &str) -> PathBuf {
+    let dir = repo_path("../target/mesos-go-framework");
+    std::fs::create_dir_all(&dir).expect("the build directory");
+    let program = dir.join(name);
+    let output = Command::new("go")
+        .arg("build")
+        .arg("-o")
+        .arg(&program)
+        .arg(repo_path("tests/mesos-go/framework.go"))
+        .env("GOPATH", gopath)
+        .env("GO111MODULE", "off")
+        .env("GOFLAGS", "")
+        .env("GOCACHE", dir.join("cache"))
+        .output()
+        .expect("go runs");
+    assert!(
+        output.status.success(),
+        "the mesos-go framework does not build:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    program
+}
+
+/// Runs the mesos-go framework in `codec`; its summary.
+async fn mesos_go(codec: &str) -> Option<serde_json::Value> {
+    let gopath = found("mesos-go", "UNISCHED_REQUIRE_MESOS_GO", mesos_go_path())?;
+    let program = tokio::task::spawn_blocking({
+        let name = format!("framework-{codec}");
+        move || build_mesos_go_framework(&gopath, &name)
+    })
+    .await
+    .unwrap();
+    let framework = Framework {
+        program,
+        args: vec!["-codec".into(), codec.into()],
+        env: Vec::new(),
+        dir: None,
+    };
+    let summary = runs_to_completion(&format!("mesos-go-{codec}"), framework).await;
+    // Every update carried a uuid, which the library acknowledged:
+    // TASK_STARTING, TASK_RUNNING and TASK_FINISHED of each task.
+    assert_eq!(summary["acknowledged"], 3 * TASKS, "{summary}");
+    let urls = summary["agent_urls"].as_array().expect("agent URLs");
+    assert_eq!(urls.len(), 2, "{summary}");
+    Some(summary)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mesos_go_runs_command_tasks_to_completion_in_protobuf() {
+    if let Some(summary) = mesos_go("protobuf").await {
+        assert_eq!(summary["codec"], "application/x-protobuf", "{summary}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mesos_go_runs_command_tasks_to_completion_in_json() {
+    if let Some(summary) = mesos_go("json").await {
+        assert_eq!(summary["codec"], "application/json", "{summary}");
+    }
 }
