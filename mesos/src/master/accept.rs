@@ -5,7 +5,7 @@
 use super::state::{Master, Task};
 use super::status::StatusStream;
 use super::subscribe::validate_id;
-use super::units::{app_id, task_allocation_id, to_core};
+use super::units::{app_id, executor_allocation_id, task_allocation_id, to_core};
 use crate::agent::Launch;
 use crate::resources::Resources;
 use crate::v1;
@@ -38,6 +38,9 @@ struct PendingLaunch {
     framework: String,
     task: String,
     launch: Launch,
+    /// The executor it starts, whose resources take their own core
+    /// allocations first (`executor_holds`).
+    starts_executor: Option<String>,
 }
 
 /// Gives every resource without an allocation role the offer's `role`, as
@@ -310,8 +313,13 @@ impl Master {
                         match checked {
                             Ok(consumed) => {
                                 remaining.subtract(&consumed);
+                                // A new executor's resources are its own hold.
+                                let starts = task.executor.as_deref().and_then(|e| {
+                                    self.hold_executor(framework, &role, &agent_id, e)
+                                });
+                                let own = Resources::from_vec(task.resources.clone());
                                 launches.push(self.record_task(
-                                    framework, &role, &agent_id, task, None, consumed,
+                                    framework, &role, &agent_id, task, None, own, starts,
                                 ));
                             }
                             Err(message) => self.task_error(framework, &task, &agent_id, message),
@@ -324,24 +332,20 @@ impl Master {
                     };
                     match self.validate_group(framework, &agent_id, &group, &remaining) {
                         Ok(consumed) => {
-                            let mut first = true;
+                            // A new executor's resources are its own hold,
+                            // taken with the first task.
+                            let mut starts =
+                                self.hold_executor(framework, &role, &agent_id, &group.executor);
                             for task in group.task_group.tasks {
-                                // The executor's resources count once, with the first task.
-                                let mut mine = Resources::from_vec(task.resources.clone());
-                                if first && self.new_executor(framework, &agent_id, &group.executor)
-                                {
-                                    mine.add(&Resources::from_vec(
-                                        group.executor.resources.clone(),
-                                    ));
-                                }
-                                first = false;
+                                let own = Resources::from_vec(task.resources.clone());
                                 launches.push(self.record_task(
                                     framework,
                                     &role,
                                     &agent_id,
                                     task,
                                     Some((*group.executor).clone()),
-                                    mine,
+                                    own,
+                                    starts.take(),
                                 ));
                             }
                             remaining.subtract(&consumed);
@@ -573,6 +577,7 @@ impl Master {
 
     /// Records a task (staging) and what it holds of its agent; its core
     /// allocations and its start on the agent follow in [`Self::commit_launch`].
+    #[allow(clippy::too_many_arguments)] // one per part of the record
     fn record_task(
         &mut self,
         framework: &str,
@@ -581,6 +586,7 @@ impl Master {
         task: v1::TaskInfo,
         group_executor: Option<v1::ExecutorInfo>,
         resources: Resources,
+        starts_executor: Option<String>,
     ) -> PendingLaunch {
         let executor = group_executor.or_else(|| task.executor.as_deref().cloned());
         if let Some(e) = &executor {
@@ -623,29 +629,59 @@ impl Master {
             framework: framework.to_string(),
             task: task_id,
             launch,
+            starts_executor,
         }
     }
 
-    /// A recorded task takes its core allocations (one per pool of the agent
-    /// it uses) and starts on its agent.
-    fn commit_launch(&mut self, pending: PendingLaunch) {
-        let PendingLaunch {
-            framework,
-            task,
-            launch,
-        } = pending;
-        let key = (framework.clone(), task.clone());
-        let Some(t) = self.tasks.get(&key) else {
-            return;
-        };
-        let (agent, role) = (t.agent.clone(), t.role.clone());
-        let parts = super::pools::split(&t.resources);
-        let base = task_allocation_id(&framework, &task);
+    /// When `executor` is not running on the agent yet: records what it
+    /// holds of the agent (its core allocations follow with its first
+    /// task's, in [`Self::commit_launch`]); its id.
+    fn hold_executor(
+        &mut self,
+        framework: &str,
+        role: &str,
+        agent: &str,
+        executor: &v1::ExecutorInfo,
+    ) -> Option<String> {
+        if !self.new_executor(framework, agent, executor) {
+            return None;
+        }
+        let key = (
+            framework.to_string(),
+            executor.executor_id.value.clone(),
+            agent.to_string(),
+        );
+        let resources = Resources::from_vec(executor.resources.clone());
+        let a = self.agents.get_mut(agent).expect("agent exists");
+        a.launch_from_offer(&resources);
+        self.executor_holds.insert(
+            key,
+            super::state::ExecutorHold {
+                agent: agent.to_string(),
+                role: role.to_string(),
+                resources,
+                allocations: Vec::new(),
+            },
+        );
+        Some(executor.executor_id.value.clone())
+    }
+
+    /// The core allocations of `resources` on `agent` for the framework's
+    /// `role`, one per pool of the agent they use, named `base` (and
+    /// `base@<node>` off the agent's own node).
+    fn allocate_in_core(
+        &mut self,
+        framework: &str,
+        role: &str,
+        agent: &str,
+        resources: &Resources,
+        base: &str,
+    ) -> Vec<String> {
         let mut allocations = Vec::new();
-        for (pool, part) in parts {
+        for (pool, part) in super::pools::split(resources) {
             let Some(node) = self
                 .agents
-                .get(&agent)
+                .get(agent)
                 .and_then(|a| a.pools.get(&pool))
                 .map(|p| p.node.clone())
             else {
@@ -656,14 +692,71 @@ impl Master {
                 continue;
             }
             let id = if node == agent {
-                base.clone()
+                base.to_string()
             } else {
                 format!("{base}@{node}")
             };
             self.core
-                .allocate(app_id(&framework, &role), id.clone(), node, scalars);
+                .allocate(app_id(framework, role), id.clone(), node, scalars);
             allocations.push(id);
         }
+        allocations
+    }
+
+    /// An executor's resources go back to its agent and the core (it
+    /// exited, or its framework or agent went).
+    pub(super) fn release_executor(&mut self, framework: &str, executor: &str, agent: &str) {
+        let Some(hold) = self.executor_holds.remove(&(
+            framework.to_string(),
+            executor.to_string(),
+            agent.to_string(),
+        )) else {
+            return;
+        };
+        if let Some(a) = self.agents.get_mut(&hold.agent) {
+            a.give_back(&hold.resources);
+        }
+        for allocation in hold.allocations {
+            self.core.release(app_id(framework, &hold.role), allocation);
+        }
+    }
+
+    /// A recorded task takes its core allocations (one per pool of the agent
+    /// it uses) and starts on its agent.
+    fn commit_launch(&mut self, pending: PendingLaunch) {
+        let PendingLaunch {
+            framework,
+            task,
+            launch,
+            starts_executor,
+        } = pending;
+        let agent = self
+            .tasks
+            .get(&(framework.clone(), task.clone()))
+            .map(|t| t.agent.clone());
+        if let (Some(executor), Some(agent)) = (starts_executor, agent) {
+            let key = (framework.clone(), executor, agent);
+            if let Some(hold) = self.executor_holds.get(&key) {
+                let (agent, role, resources) = (
+                    hold.agent.clone(),
+                    hold.role.clone(),
+                    hold.resources.clone(),
+                );
+                let base = executor_allocation_id(&framework, &key.1, &agent);
+                let allocations =
+                    self.allocate_in_core(&framework, &role, &agent, &resources, &base);
+                if let Some(hold) = self.executor_holds.get_mut(&key) {
+                    hold.allocations = allocations;
+                }
+            }
+        }
+        let key = (framework.clone(), task.clone());
+        let Some(t) = self.tasks.get(&key) else {
+            return;
+        };
+        let (agent, role, resources) = (t.agent.clone(), t.role.clone(), t.resources.clone());
+        let base = task_allocation_id(&framework, &task);
+        let allocations = self.allocate_in_core(&framework, &role, &agent, &resources, &base);
         let provided: Vec<v1::Resource> = self
             .tasks
             .get(&key)

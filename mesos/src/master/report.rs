@@ -137,6 +137,11 @@ impl Master {
                 tasks.push(task_json(&self.task_record(t), &t.role));
             }
         }
+        for ((framework, _, _), hold) in &self.executor_holds {
+            if *framework == f.id {
+                used.add(&hold.resources);
+            }
+        }
         let mut offered = Resources::default();
         let offers: Vec<Value> = f
             .offers

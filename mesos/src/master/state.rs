@@ -216,6 +216,20 @@ impl Agent {
     }
 }
 
+/// The resources an executor holds on its agent (its `ExecutorInfo`'s),
+/// apart from its tasks'.
+#[derive(Debug, Clone)]
+pub struct ExecutorHold {
+    /// Agent id.
+    pub agent: String,
+    /// The role they were offered to.
+    pub role: String,
+    /// The executor's resources.
+    pub resources: Resources,
+    /// Their core allocations (one per pool of the agent).
+    pub allocations: Vec<String>,
+}
+
 /// A core application of the front end: a framework's role.
 #[derive(Debug, Clone)]
 pub struct AppRecord {
@@ -601,6 +615,11 @@ pub struct Master {
     pub offer_by_lease: FastMap<Arc<str>, u64>,
     /// Tasks by (framework id, task id).
     pub tasks: FastMap<(String, String), Task>,
+    /// What running executors hold, by (framework id, executor id, agent
+    /// id): held
+    /// from the executor's first task until its agent reports it exited
+    /// (or the framework or agent goes), as upstream counts them.
+    pub executor_holds: BTreeMap<(String, String, String), ExecutorHold>,
     /// (framework, role) by core application id, and by the number the
     /// application carries into the core.
     pub apps: super::book::Book<AppRecord>,
@@ -654,6 +673,7 @@ impl Master {
             offers,
             offer_by_lease: FastMap::default(),
             tasks: FastMap::default(),
+            executor_holds: BTreeMap::new(),
             apps: Default::default(),
             nodes: FastMap::default(),
             operations: FastMap::default(),

@@ -535,6 +535,19 @@ impl Master {
             let agents: Vec<String> = self.agents.keys().cloned().collect();
             for a in agents {
                 self.agents[&a].backend.shutdown_framework(id);
+                // Its executors go with it (the agent reports nothing more).
+                if let Some(agent) = self.agents.get_mut(&a) {
+                    agent.executors.retain(|(f, _), _| f != id);
+                }
+            }
+            let holds: Vec<(String, String, String)> = self
+                .executor_holds
+                .keys()
+                .filter(|(f, _, _)| f == id)
+                .cloned()
+                .collect();
+            for (f, executor, agent) in holds {
+                self.release_executor(&f, &executor, &agent);
             }
             let roles = self.frameworks[id].roles.clone();
             for role in roles {

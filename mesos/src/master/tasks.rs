@@ -213,6 +213,7 @@ impl Master {
                     a.executors
                         .remove(&(framework_id.clone(), executor_id.clone()));
                 }
+                self.release_executor(&framework_id, &executor_id, &agent_id);
                 let event = Event {
                     r#type: Some(event::Type::Failure as i32),
                     failure: Some(event::Failure {

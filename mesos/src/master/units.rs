@@ -264,6 +264,11 @@ pub fn task_allocation_id(framework: &str, task: &str) -> String {
     joined(&[framework, "|task|", task])
 }
 
+/// The core allocation id of an executor's own resources on an agent.
+pub fn executor_allocation_id(framework: &str, executor: &str, agent: &str) -> String {
+    joined(&[framework, "|executor|", executor, "|", agent])
+}
+
 /// The parts one after another, in a string allocated once (ids made per
 /// offer or per call: `format!` costs several times as much).
 fn joined(parts: &[&str]) -> String {

@@ -305,6 +305,14 @@ impl MesosSim {
             if !matches!(f.conn, Conn::Connected { .. } | Conn::Disconnected { .. }) {
                 continue;
             }
+            // Its executors hold their own, from their first task on.
+            let executor = Resources::parse(super::fw_ops::EXECUTOR_RESOURCES).unwrap_or_default();
+            for (agent, _) in &f.executors {
+                add(
+                    model.entry(agent.as_str()).or_default(),
+                    &core_scalars(&executor),
+                );
+            }
             for (id, t) in f.tasks.iter().filter(|(_, t)| holds(t)) {
                 add(
                     model.entry(t.agent.as_str()).or_default(),

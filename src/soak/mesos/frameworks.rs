@@ -204,7 +204,8 @@ pub struct FwTask {
     pub agent: String,
     /// The role its resources came from.
     pub role: String,
-    /// What it holds (unallocated form, its executor's share included).
+    /// What it holds (unallocated form; a new executor's resources are the
+    /// executor's own hold, `Fw::executors`).
     pub resources: Resources,
     /// Its agent's updates, in the order sent: (state, uuid).
     pub emitted: Vec<(TaskState, Vec<u8>)>,

@@ -25,6 +25,11 @@ use super::providers::kind_of;
 use super::sim::MesosSim;
 use unisched_mesos::v1::resource::disk_info::source::Type as Kind;
 
+/// What each custom executor of the soak's frameworks holds. The soak's
+/// agents never end an executor by itself (a custom executor may live on
+/// after its tasks): it holds this until its framework or agent goes.
+pub const EXECUTOR_RESOURCES: &str = "cpus:0.1;mem:32";
+
 /// Removed frameworks the master remembers (and refuses the ids of).
 const REMOVED_KEPT: usize = 50;
 /// Tasks a framework keeps at most; it launches no more past this.
@@ -501,7 +506,7 @@ impl MesosSim {
                 } else {
                     format!("e-{id}")
                 };
-                let exec_resources = Resources::parse("cpus:0.1;mem:32").unwrap_or_default();
+                let exec_resources = Resources::parse(EXECUTOR_RESOURCES).unwrap_or_default();
                 info.command = None;
                 info.executor = Some(Box::new(v1::ExecutorInfo {
                     r#type: Some(v1::executor_info::Type::Custom as i32),
@@ -529,7 +534,8 @@ impl MesosSim {
                 if let Some(e) = &executor {
                     executors.insert((agent.clone(), e.clone()));
                 }
-                Ok(total)
+                // The task holds its own; a new executor's are its own hold.
+                Ok(resources.clone())
             };
             planned.push((id, outcome, executor));
             infos.push(info);
@@ -573,7 +579,7 @@ impl MesosSim {
         }
         for (id, outcome, executor) in planned {
             match outcome {
-                Ok(total) => {
+                Ok(own) => {
                     if let Some(e) = executor {
                         f.executors.insert((agent.clone(), e));
                     }
@@ -582,7 +588,7 @@ impl MesosSim {
                         FwTask {
                             agent: agent.clone(),
                             role: role.clone(),
-                            resources: total,
+                            resources: own,
                             emitted: Vec::new(),
                             received: Vec::new(),
                             acked: 0,

@@ -47,7 +47,8 @@ pub enum AcceptKind {
     DuplicateId,
     /// No operations: a decline.
     Empty,
-    /// A task with its own executor (the executor's resources count once).
+    /// A task with its own executor (a new executor takes its resources
+    /// besides the task's).
     WithExecutor,
     /// CREATE_DISK of part of a resource provider's RAW disk in the offer
     /// into a MOUNT disk (a valid accept otherwise).
