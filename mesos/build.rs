@@ -13,6 +13,7 @@ use prost_types::{DescriptorProto, FileDescriptorSet};
 const PROTOS: &[&str] = &[
     "mesos/v1/mesos.proto",
     "mesos/v1/scheduler/scheduler.proto",
+    "mesos/v1/executor/executor.proto",
     "mesos/v1/resource_provider/resource_provider.proto",
     "mesos/v1/allocator/allocator.proto",
     "mesos/v1/maintenance/maintenance.proto",
@@ -24,6 +25,7 @@ const PROTOS: &[&str] = &[
 const PACKAGES: &[(&str, &str)] = &[
     ("mesos.v1", "crate::v1"),
     ("mesos.v1.scheduler", "crate::v1::scheduler"),
+    ("mesos.v1.executor", "crate::v1::executor"),
     ("mesos.v1.resource_provider", "crate::v1::resource_provider"),
     ("mesos.v1.allocator", "crate::v1::allocator"),
     ("mesos.v1.maintenance", "crate::v1::maintenance"),

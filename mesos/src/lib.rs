@@ -76,6 +76,12 @@ pub mod v1 {
         include!(concat!(env!("OUT_DIR"), "/mesos.v1.scheduler.rs"));
     }
 
+    /// Package `mesos.v1.executor`: `Call` and `Event` of the executor HTTP
+    /// API, which the process agent serves to custom executors.
+    pub mod executor {
+        include!(concat!(env!("OUT_DIR"), "/mesos.v1.executor.rs"));
+    }
+
     /// Package `mesos.v1.resource_provider`: `Call` and `Event` of the
     /// resource provider API.
     pub mod resource_provider {

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use unisched_core::Scheduler;
 
+use crate::agent::custom::ExecutorHub;
 use crate::agent::{AgentBackend, AgentUpdate, ExecutorKind, UpdateSink};
 use crate::master::{AgentSpec, Input, MasterHandle, Settings, StartError};
 use crate::resources::Resources;
@@ -78,17 +79,20 @@ pub fn master_sink(master: &MasterHandle) -> UpdateSink {
 }
 
 /// Makes an embedded agent of `kind` with the id the master gave it.
+/// (A process agent runs custom executors when given `executors`, the
+/// hub the executor API finds them in.)
 pub fn make_agent(
     kind: ExecutorKind,
     agent_id: String,
     work_dir: PathBuf,
     sink: UpdateSink,
     runtime: tokio::runtime::Handle,
+    executors: Option<Arc<ExecutorHub>>,
 ) -> Arc<dyn AgentBackend> {
     match kind {
-        ExecutorKind::Process => {
-            crate::agent::process::ProcessAgent::new(agent_id, work_dir, sink, runtime)
-        }
+        ExecutorKind::Process => crate::agent::process::ProcessAgent::with_executors(
+            agent_id, work_dir, sink, runtime, executors,
+        ),
         ExecutorKind::Simulated => {
             crate::agent::simulated::SimulatedAgent::new(agent_id, sink, runtime)
         }
@@ -108,13 +112,16 @@ pub async fn start(
     let master = MasterHandle::start(scheduler, options.config.as_deref(), settings.clone())?;
     let runtime = tokio::runtime::Handle::current();
     let sink = master_sink(&master);
+    // Custom executors call back on the master's port.
+    let executors = ExecutorHub::new(addr);
     let mut agents = Vec::with_capacity(options.agents);
     for i in 0..options.agents {
-        let (kind, dir, sink, rt) = (
+        let (kind, dir, sink, rt, hub) = (
             options.executor,
             options.work_dir.clone(),
             sink.clone(),
             runtime.clone(),
+            Arc::clone(&executors),
         );
         let id = master
             .add_agent(AgentSpec {
@@ -122,7 +129,9 @@ pub async fn start(
                 resources: options.agent_resources.clone(),
                 occupied: Resources::default(),
                 attributes: Vec::new(),
-                backend: Box::new(move |id: &str| make_agent(kind, id.to_string(), dir, sink, rt)),
+                backend: Box::new(move |id: &str| {
+                    make_agent(kind, id.to_string(), dir, sink, rt, Some(hub))
+                }),
             })
             .await
             .unwrap_or_default();
@@ -132,6 +141,7 @@ pub async fn start(
         master.clone(),
         options.token.as_deref(),
         settings.stream_capacity,
+        Some(executors),
     );
     let server = tokio::spawn(async move {
         if let Err(e) = axum::serve(listener, router).await {

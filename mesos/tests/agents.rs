@@ -488,9 +488,11 @@ mod process_agent {
             failed[0].reason(),
             v1::task_status::Reason::ExecutorTerminated
         );
+        // An agent made without an executor hub has no executor API to
+        // offer one (`local::start` gives its agents one: tests/executors.rs).
         assert_eq!(
             failed[0].message(),
-            "custom executors are not supported by the embedded agent"
+            "custom executors are not supported by this agent"
         );
         assert_eq!(updates.expect_executor_exited("my-executor").await, -1);
     }

@@ -79,6 +79,8 @@ struct Framework {
     env: Vec<(&'static str, OsString)>,
     /// Its working directory, made for it (under the test's own).
     dir: Option<&'static str>,
+    /// More checks of the agents' work directory once it is torn down.
+    check_sandboxes: Option<fn(&std::path::Path)>,
 }
 
 /// Runs `framework` against a master with two process agents, with the
@@ -137,6 +139,9 @@ async fn runs_to_completion(name: &str, framework: Framework) -> serde_json::Val
         .count();
     assert_eq!(outputs, TASKS);
     torn_down(&cluster.addr.to_string(), &scheduler).await;
+    if let Some(check) = framework.check_sandboxes {
+        check(&work_dir.join("agents"));
+    }
     cluster.stop();
     tokio::time::sleep(Duration::from_millis(50)).await;
     let _ = std::fs::remove_dir_all(work_dir);
@@ -191,6 +196,7 @@ async fn python_library(
         args: vec![repo_path(&format!("tests/{module}/framework.py")).into()],
         env: Vec::new(),
         dir: None,
+        check_sandboxes: None,
     };
     Some(runs_to_completion(module, framework).await)
 }
@@ -204,6 +210,73 @@ async fn pymesos_runs_command_tasks_to_completion() {
         "UNISCHED_REQUIRE_PYMESOS",
     )
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pymesos_runs_tasks_on_its_own_executor() {
+    let probe = python_with("pymesos", "UNISCHED_PYMESOS_PYTHON", "pymesos-venv");
+    let Some(python) = found("pymesos", "UNISCHED_REQUIRE_PYMESOS", probe) else {
+        return;
+    };
+    let framework = Framework {
+        program: python,
+        args: vec![repo_path("tests/pymesos/executor_framework.py").into()],
+        env: Vec::new(),
+        dir: None,
+        check_sandboxes: Some(executors_answered_and_ended),
+    };
+    let summary = runs_to_completion("pymesos-executor", framework).await;
+    // Every task's executor sent its framework a message (MESSAGE call,
+    // MESSAGE event); one executor per agent that got tasks.
+    let messages = summary["messages"].as_array().expect("messages");
+    assert_eq!(messages.len(), TASKS, "{summary}");
+    let executors = summary["executors"].as_array().expect("executors");
+    assert!(!executors.is_empty() && executors.len() <= 2, "{summary}");
+}
+
+/// The executors got the scheduler's reply to each of their messages
+/// (MESSAGE call, then MESSAGE event), and none outlived the teardown.
+fn executors_answered_and_ended(agents: &std::path::Path) {
+    let replies: Vec<String> = common::walk(agents)
+        .into_iter()
+        .filter(|p| p.file_name().is_some_and(|n| n == "replies.txt"))
+        .flat_map(|p| {
+            std::fs::read_to_string(p)
+                .unwrap()
+                .lines()
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert_eq!(replies.len(), TASKS, "{replies:?}");
+    assert!(
+        replies.iter().all(|r| r.starts_with("thanks pe-")),
+        "{replies:?}"
+    );
+    // TEARDOWN shut the executors down (SHUTDOWN, then their process group
+    // killed after the grace period).
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        let alive = executor_processes();
+        if alive.is_empty() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "executors left running: {alive:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Processes running `executor_framework.py executor`.
+fn executor_processes() -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| std::fs::read(e.ok()?.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains("executor_framework.py executor") && !c.contains("/bin/sh"))
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -260,6 +333,7 @@ async fn mesos_framework_for_node_runs_command_tasks_to_completion() {
         env: vec![("NODE_PATH", modules.into_os_string())],
         // It logs into `logs/` under its working directory.
         dir: Some("node"),
+        check_sandboxes: None,
     };
     let summary = runs_to_completion("mesos-framework", framework).await;
     assert_eq!(
@@ -322,6 +396,7 @@ async fn mesos_go(codec: &str) -> Option<serde_json::Value> {
         args: vec!["-codec".into(), codec.into()],
         env: Vec::new(),
         dir: None,
+        check_sandboxes: None,
     };
     let summary = runs_to_completion(&format!("mesos-go-{codec}"), framework).await;
     // Every update carried a uuid, which the library acknowledged:

@@ -27,8 +27,13 @@
 //! `<work_dir>/<agent>/volumes/roles/<role>/<persistence id>`, which lives on
 //! across tasks until the volume is destroyed (then it is removed).
 //!
-//! Not supported, and failed at launch: custom executors, docker containers,
-//! container images, and fetching URIs other than local files.
+//! Custom executors (a framework's own executor program) run as their own
+//! process and talk to the agent through the executor HTTP API: see
+//! [`super::custom`] (an agent made without an executor hub fails their
+//! tasks at launch).
+//!
+//! Not supported, and failed at launch: docker containers, container
+//! images, and fetching URIs other than local files.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::OpenOptions;
@@ -46,6 +51,7 @@ use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
+use super::custom::{self, ExecutorHub};
 use super::simulated::{
     framework_id, has_killing_state, take_framework, task_status, unix_seconds,
 };
@@ -88,6 +94,18 @@ impl ProcessAgent {
         sink: UpdateSink,
         runtime: tokio::runtime::Handle,
     ) -> Arc<Self> {
+        Self::with_executors(agent_id, work_dir, sink, runtime, None)
+    }
+
+    /// An agent that also runs custom executors, found by the executor API
+    /// through `hub`.
+    pub fn with_executors(
+        agent_id: String,
+        work_dir: PathBuf,
+        sink: UpdateSink,
+        runtime: tokio::runtime::Handle,
+        hub: Option<Arc<ExecutorHub>>,
+    ) -> Arc<Self> {
         let (messages, inbox) = mpsc::unbounded_channel();
         runtime.spawn(write_messages(inbox));
         Arc::new(Self {
@@ -97,9 +115,61 @@ impl ProcessAgent {
                 sink,
                 runtime,
                 table: Mutex::new(Table::default()),
+                hub,
                 messages,
             }),
         })
+    }
+
+    /// A task of a custom executor: to its supervisor (started with the
+    /// executor's first task).
+    fn launch_custom(&self, hub: &Arc<ExecutorHub>, launch: Launch, executor: v1::ExecutorInfo) {
+        let framework_id = framework_id(&launch.framework);
+        let task_id = launch.task.task_id.value.clone();
+        let executor_id = executor.executor_id.value.clone();
+        let mut table = self.shared.table();
+        if table.stopped {
+            return;
+        }
+        let task_key = (framework_id.clone(), task_id);
+        if table.tasks.contains_key(&task_key) || table.custom_tasks.contains_key(&task_key) {
+            tracing::warn!(framework = %task_key.0, task = %task_key.1, "task launched twice; ignored");
+            return;
+        }
+        table.custom_tasks.insert(task_key, executor_id.clone());
+        let key = (framework_id.clone(), executor_id.clone());
+        let inbox = match table.custom.get(&key) {
+            Some(inbox) if !inbox.is_closed() => inbox.clone(),
+            _ => {
+                let run_dir = self.shared.run_directory(&framework_id, &executor_id);
+                let inbox = custom::start(
+                    Arc::clone(&self.shared),
+                    Arc::clone(hub),
+                    &launch,
+                    executor,
+                    run_dir,
+                );
+                table.custom.insert(key, inbox.clone());
+                inbox
+            }
+        };
+        // Sent under the table's lock: a supervisor that is ending takes
+        // itself out of the table under it, then drains its inbox.
+        let _ = inbox.send(custom::Input::Launch(Box::new(launch)));
+        drop(table);
+    }
+
+    /// The supervisor of a custom executor, if this agent runs it.
+    fn custom_executor(
+        &self,
+        framework_id: &str,
+        executor_id: &str,
+    ) -> Option<mpsc::UnboundedSender<custom::Input>> {
+        self.shared
+            .table()
+            .custom
+            .get(&(framework_id.to_string(), executor_id.to_string()))
+            .cloned()
     }
 }
 
@@ -111,6 +181,12 @@ impl Drop for ProcessAgent {
 
 impl AgentBackend for ProcessAgent {
     fn launch(&self, launch: Launch) {
+        if let (Some(hub), Some(executor)) = (&self.shared.hub, &launch.executor)
+            && executor.r#type() != v1::executor_info::Type::Default
+        {
+            let executor = executor.clone();
+            return self.launch_custom(hub, launch, executor);
+        }
         let framework_id = framework_id(&launch.framework);
         let task_id = launch.task.task_id.value.clone();
         let (kind, executor_id, shutdown_grace) = match &launch.executor {
@@ -182,15 +258,38 @@ impl AgentBackend for ProcessAgent {
 
     fn kill_task(&self, framework_id: &str, task_id: &str, grace: Duration) {
         let table = self.shared.table();
-        if let Some(task) = table
-            .tasks
-            .get(&(framework_id.to_string(), task_id.to_string()))
-        {
+        let key = (framework_id.to_string(), task_id.to_string());
+        if let Some(task) = table.tasks.get(&key) {
             let _ = task.control.send(Control::Kill(grace));
+        } else if let Some(inbox) = table
+            .custom_tasks
+            .get(&key)
+            .and_then(|e| table.custom.get(&(key.0.clone(), e.clone())))
+        {
+            let _ = inbox.send(custom::Input::Kill { task: key.1, grace });
+        }
+    }
+
+    fn acknowledged(&self, framework_id: &str, task_id: &str, uuid: &[u8]) {
+        let table = self.shared.table();
+        let key = (framework_id.to_string(), task_id.to_string());
+        if let Some(inbox) = table
+            .custom_tasks
+            .get(&key)
+            .and_then(|e| table.custom.get(&(key.0.clone(), e.clone())))
+        {
+            let _ = inbox.send(custom::Input::Acknowledged {
+                task: key.1,
+                uuid: uuid.to_vec(),
+            });
         }
     }
 
     fn shutdown_executor(&self, framework_id: &str, executor_id: &str) {
+        if let Some(inbox) = self.custom_executor(framework_id, executor_id) {
+            let _ = inbox.send(custom::Input::Shutdown);
+            return;
+        }
         let table = self.shared.table();
         let Some(run) = table
             .executors
@@ -206,17 +305,28 @@ impl AgentBackend for ProcessAgent {
     }
 
     fn shutdown_framework(&self, framework_id: &str) {
-        let tasks = {
+        let (tasks, custom) = {
             let mut table = self.shared.table();
             take_framework(&mut table.executors, framework_id);
-            take_framework(&mut table.tasks, framework_id)
+            take_framework(&mut table.custom_tasks, framework_id);
+            (
+                take_framework(&mut table.tasks, framework_id),
+                take_framework(&mut table.custom, framework_id),
+            )
         };
         for task in tasks.into_values() {
             let _ = task.control.send(Control::Discard(task.shutdown_grace));
         }
+        for inbox in custom.into_values() {
+            let _ = inbox.send(custom::Input::Discard);
+        }
     }
 
     fn framework_message(&self, framework_id: &str, executor_id: &str, data: Vec<u8>) {
+        if let Some(inbox) = self.custom_executor(framework_id, executor_id) {
+            let _ = inbox.send(custom::Input::Message(data));
+            return;
+        }
         let directory = self
             .shared
             .table()
@@ -250,37 +360,47 @@ impl AgentBackend for ProcessAgent {
     }
 
     fn stop(&self) {
-        let tasks = {
+        let (tasks, custom) = {
             let mut table = self.shared.table();
             table.stopped = true;
             table.executors.clear();
-            std::mem::take(&mut table.tasks)
+            table.custom_tasks.clear();
+            (
+                std::mem::take(&mut table.tasks),
+                std::mem::take(&mut table.custom),
+            )
         };
         for task in tasks.into_values() {
             let _ = task.control.send(Control::Stop);
+        }
+        for inbox in custom.into_values() {
+            let _ = inbox.send(custom::Input::Stop);
         }
     }
 }
 
 /// What the agent and its supervisors share.
-struct Shared {
-    agent_id: String,
+pub(super) struct Shared {
+    pub(super) agent_id: String,
     work_dir: PathBuf,
-    sink: UpdateSink,
-    runtime: tokio::runtime::Handle,
+    pub(super) sink: UpdateSink,
+    pub(super) runtime: tokio::runtime::Handle,
     table: Mutex<Table>,
+    /// Where custom executors are found by the executor API; `None`: the
+    /// agent runs none (their tasks fail at launch).
+    hub: Option<Arc<ExecutorHub>>,
     /// To the writer of framework messages (file, data), which keeps their order.
     messages: mpsc::UnboundedSender<(PathBuf, Vec<u8>)>,
 }
 
 impl Shared {
-    fn table(&self) -> MutexGuard<'_, Table> {
+    pub(super) fn table(&self) -> MutexGuard<'_, Table> {
         // Nothing panics while holding the lock; a poisoned one is still consistent.
         self.table.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The directory of a persistent volume; `None` for a resource that is not one.
-    fn volume_directory(&self, resource: &v1::Resource) -> Option<PathBuf> {
+    pub(super) fn volume_directory(&self, resource: &v1::Resource) -> Option<PathBuf> {
         let id = &resource.disk.as_ref()?.persistence.as_ref()?.id;
         let role = crate::resources::reservation_role(resource).unwrap_or("*");
         Some(
@@ -308,15 +428,20 @@ impl Shared {
 
 /// The agent's view of its tasks and executors.
 #[derive(Default)]
-struct Table {
+pub(super) struct Table {
     /// Set by `stop`: nothing more is launched or sent.
-    stopped: bool,
+    pub(super) stopped: bool,
     last_generation: u64,
     /// Live tasks by (framework, task).
     tasks: BTreeMap<Key, TaskEntry>,
     /// Executors with live tasks by (framework, executor); a command task is
     /// its own executor.
     executors: BTreeMap<Key, ExecutorRun>,
+    /// Custom executors' supervisors by (framework, executor).
+    pub(super) custom: BTreeMap<Key, mpsc::UnboundedSender<custom::Input>>,
+    /// Tasks of custom executors not ended, by (framework, task): their
+    /// executor's id.
+    pub(super) custom_tasks: BTreeMap<Key, String>,
 }
 
 /// A live task as the table knows it.
@@ -359,16 +484,16 @@ enum Control {
 }
 
 /// A task's terminal status before it is sent.
-struct End {
-    state: TaskState,
-    reason: Option<Reason>,
-    message: String,
-    source: Source,
+pub(super) struct End {
+    pub(super) state: TaskState,
+    pub(super) reason: Option<Reason>,
+    pub(super) message: String,
+    pub(super) source: Source,
 }
 
 impl End {
     /// The agent decided it (the task never ran).
-    fn agent(state: TaskState, reason: Reason, message: impl Into<String>) -> Self {
+    pub(super) fn agent(state: TaskState, reason: Reason, message: impl Into<String>) -> Self {
         Self {
             state,
             reason: Some(reason),
@@ -763,9 +888,18 @@ fn check_supported(
         return Err(End::agent(
             TaskState::TaskFailed,
             Reason::ExecutorTerminated,
-            "custom executors are not supported by the embedded agent",
+            "custom executors are not supported by this agent",
         ));
     }
+    check_containers(task, executor)
+}
+
+/// Fails a task whose container (or executor's container) this agent cannot
+/// make: docker, or a container image.
+pub(super) fn check_containers(
+    task: &v1::TaskInfo,
+    executor: Option<&v1::ExecutorInfo>,
+) -> Result<(), End> {
     let containers = task
         .container
         .iter()
@@ -790,7 +924,7 @@ fn check_supported(
 }
 
 /// Creates the sandbox, points `runs/latest` at the run, fetches the URIs.
-async fn prepare_sandbox(
+pub(super) async fn prepare_sandbox(
     run_dir: &Path,
     sandbox: &Path,
     uris: &[v1::command_info::Uri],
@@ -814,7 +948,10 @@ async fn prepare_sandbox(
 
 /// Makes each volume's directory and links it at its container path in the
 /// sandbox (a relative path that stays inside the sandbox).
-async fn mount_volumes(volumes: &[(PathBuf, String)], sandbox: &Path) -> Result<(), String> {
+pub(super) async fn mount_volumes(
+    volumes: &[(PathBuf, String)],
+    sandbox: &Path,
+) -> Result<(), String> {
     for (dir, container_path) in volumes {
         let relative = Path::new(container_path);
         if relative.is_absolute()
@@ -966,7 +1103,7 @@ async fn extract(archive: &Path, into: &Path) -> Result<(), String> {
 }
 
 /// Starts the command in the sandbox, in a process group of its own.
-fn spawn(
+pub(super) fn spawn(
     command: &v1::CommandInfo,
     environment: Vec<(String, String)>,
     sandbox: &Path,

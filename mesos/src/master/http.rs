@@ -21,6 +21,7 @@ use axum::routing::{any, get};
 use tokio::sync::mpsc;
 
 use super::{CallError, CallOutcome, Input, MasterHandle};
+use crate::agent::custom::{CallAnswer, ExecutorHub};
 use crate::codec::ContentType;
 use crate::v1::scheduler::Call;
 use crate::v1::scheduler::call::Type as CallType;
@@ -37,17 +38,28 @@ pub struct Edge {
     master: MasterHandle,
     token: Option<Arc<str>>,
     stream_capacity: usize,
+    executors: Option<Arc<ExecutorHub>>,
 }
 
-/// The router of the master's endpoints.
-pub fn router(master: MasterHandle, token: Option<&str>, stream_capacity: usize) -> Router {
+/// The router of the master's endpoints; with `executors`, also the
+/// executor API of its process agents (`/api/v1/executor`, and under each
+/// agent's `/slave(N)/`).
+pub fn router(
+    master: MasterHandle,
+    token: Option<&str>,
+    stream_capacity: usize,
+    executors: Option<Arc<ExecutorHub>>,
+) -> Router {
     let edge = Edge {
         master,
         token: token.filter(|t| !t.is_empty()).map(Arc::from),
         stream_capacity,
+        executors,
     };
     Router::new()
         .route("/api/v1/scheduler", any(scheduler))
+        .route("/api/v1/executor", any(executor_api))
+        .route("/{process}/api/v1/executor", any(executor_api_agent))
         .route("/api/v1/resource_provider", any(resource_provider_master))
         .route(
             "/{process}/api/v1/resource_provider",
@@ -224,6 +236,14 @@ where
         );
         return Err(Box::new(r));
     }
+    decode_body(headers, body)
+}
+
+/// The body of a POST as a message of its `Content-Type`'s encoding.
+fn decode_body<T>(headers: &HeaderMap, body: &Bytes) -> Result<T, Box<Response>>
+where
+    T: prost::Message + prost_reflect::ReflectMessage + Default,
+{
     let Some(content_type) = headers.get(header::CONTENT_TYPE) else {
         return Err(Box::new(text(
             StatusCode::BAD_REQUEST,
@@ -481,10 +501,89 @@ where
         header::CONTENT_TYPE,
         HeaderValue::from_static(accept.mime()),
     );
-    if let Ok(v) = HeaderValue::from_str(stream_id) {
+    if !stream_id.is_empty()
+        && let Ok(v) = HeaderValue::from_str(stream_id)
+    {
         headers.insert(STREAM_ID, v);
     }
     response
+}
+
+impl StreamRecord for crate::v1::executor::Event {
+    fn record(&self, accept: ContentType) -> Vec<u8> {
+        crate::codec::encode(self, accept)
+    }
+}
+
+async fn executor_api_agent(
+    State(edge): State<Edge>,
+    Path(process): Path<String>,
+    method: Method,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if !process.starts_with("slave(") {
+        return text(StatusCode::NOT_FOUND, format!("No process '{process}'"));
+    }
+    executor_api(State(edge), method, headers, body).await
+}
+
+/// `POST /api/v1/executor`: the executor API of the process agents' custom
+/// executors (see `agent::custom`). Not behind the token: executors are
+/// not given it (upstream's default leaves executors unauthenticated).
+async fn executor_api(
+    State(edge): State<Edge>,
+    method: Method,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    use crate::v1::executor::{Call as ExecCall, call::Type as ExecType};
+    if method != Method::POST {
+        let mut r = text(
+            StatusCode::METHOD_NOT_ALLOWED,
+            format!("Expecting one of {{ 'POST' }}, but received '{method}'"),
+        );
+        r.headers_mut()
+            .insert(header::ALLOW, HeaderValue::from_static("POST"));
+        return r;
+    }
+    let call: ExecCall = match decode_body(&headers, &body) {
+        Ok(c) => c,
+        Err(r) => return *r,
+    };
+    if let Err(e) = crate::agent::custom::validate_call(&call) {
+        return text(
+            StatusCode::BAD_REQUEST,
+            format!("Failed to validate Executor::Call: {e}"),
+        );
+    }
+    let accept = if call.r#type() == ExecType::Subscribe {
+        let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+        match crate::codec::accept_negotiation(accept) {
+            Some(a) => a,
+            None => {
+                return text(
+                    StatusCode::NOT_ACCEPTABLE,
+                    "Expecting 'Accept' to allow 'application/x-protobuf' or 'application/json'",
+                );
+            }
+        }
+    } else if call.r#type() == ExecType::Heartbeat {
+        return StatusCode::ACCEPTED.into_response();
+    } else {
+        ContentType::Json
+    };
+    let Some(hub) = &edge.executors else {
+        return text(StatusCode::BAD_REQUEST, "Framework cannot be found");
+    };
+    match hub.call(call, accept).await {
+        Ok(CallAnswer::Accepted) => StatusCode::ACCEPTED.into_response(),
+        Ok(CallAnswer::Stream(events)) => event_stream(events, accept, "", |_| None),
+        Err((status, message)) => text(
+            StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST),
+            message,
+        ),
+    }
 }
 
 fn subscribe_stream(

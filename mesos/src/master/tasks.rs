@@ -328,7 +328,12 @@ impl Master {
             return;
         }
         self.counters.valid_acknowledgements += 1;
-        if terminal && t.stream.is_idle() {
+        let idle = t.stream.is_idle();
+        // A custom executor hears of it (ACKNOWLEDGED).
+        if let Some(a) = self.agents.get(&ack.agent_id.value) {
+            a.backend.acknowledged(framework, &key.1, &ack.uuid);
+        }
+        if terminal && idle {
             self.remove_task(framework, &key.1);
             return;
         }
