@@ -71,6 +71,9 @@ fn python_with(module: &str, variable: &str, venv: &str) -> Option<PathBuf> {
     works.then_some(candidate)
 }
 
+/// A check of the agents' work directory after a framework's run.
+type SandboxCheck = Box<dyn Fn(&std::path::Path) + Send>;
+
 /// A framework program: what to run, and where.
 struct Framework {
     program: PathBuf,
@@ -80,7 +83,7 @@ struct Framework {
     /// Its working directory, made for it (under the test's own).
     dir: Option<&'static str>,
     /// More checks of the agents' work directory once it is torn down.
-    check_sandboxes: Option<fn(&std::path::Path)>,
+    check_sandboxes: Option<SandboxCheck>,
 }
 
 /// Runs `framework` against a master with two process agents, with the
@@ -223,7 +226,9 @@ async fn pymesos_runs_tasks_on_its_own_executor() {
         args: vec![repo_path("tests/pymesos/executor_framework.py").into()],
         env: Vec::new(),
         dir: None,
-        check_sandboxes: Some(executors_answered_and_ended),
+        check_sandboxes: Some(Box::new(|agents| {
+            executors_answered_and_ended(agents, "pe-", "executor_framework.py executor");
+        })),
     };
     let summary = runs_to_completion("pymesos-executor", framework).await;
     // Every task's executor sent its framework a message (MESSAGE call,
@@ -234,12 +239,11 @@ async fn pymesos_runs_tasks_on_its_own_executor() {
     assert!(!executors.is_empty() && executors.len() <= 2, "{summary}");
 }
 
-/// The executors got the scheduler's reply to each of their messages
-/// (MESSAGE call, then MESSAGE event), and none outlived the teardown.
-fn executors_answered_and_ended(agents: &std::path::Path) {
-    let replies: Vec<String> = common::walk(agents)
+/// The lines of every file named `name` under `dir`.
+fn lines_of_files(dir: &std::path::Path, name: &str) -> Vec<String> {
+    common::walk(dir)
         .into_iter()
-        .filter(|p| p.file_name().is_some_and(|n| n == "replies.txt"))
+        .filter(|p| p.file_name().is_some_and(|n| n == name))
         .flat_map(|p| {
             std::fs::read_to_string(p)
                 .unwrap()
@@ -247,17 +251,30 @@ fn executors_answered_and_ended(agents: &std::path::Path) {
                 .map(str::to_string)
                 .collect::<Vec<_>>()
         })
-        .collect();
+        .collect()
+}
+
+/// The executors got the scheduler's reply to each of their messages
+/// (MESSAGE call, then MESSAGE event; `replies.txt` in their sandboxes,
+/// one reply `thanks <task>` a task), and none outlived the teardown
+/// (SHUTDOWN, then their process group killed after the grace period):
+/// no process whose command line holds `marker` is left.
+fn executors_answered_and_ended(agents: &std::path::Path, task_prefix: &str, marker: &str) {
+    let replies = lines_of_files(agents, "replies.txt");
     assert_eq!(replies.len(), TASKS, "{replies:?}");
+    let thanks = format!("thanks {task_prefix}");
     assert!(
-        replies.iter().all(|r| r.starts_with("thanks pe-")),
+        replies.iter().all(|r| r.starts_with(&thanks)),
         "{replies:?}"
     );
-    // TEARDOWN shut the executors down (SHUTDOWN, then their process group
-    // killed after the grace period).
     let deadline = std::time::Instant::now() + Duration::from_secs(15);
     loop {
-        let alive = executor_processes();
+        let alive: Vec<String> = std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| std::fs::read(e.ok()?.path().join("cmdline")).ok())
+            .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+            .filter(|c| c.contains(marker))
+            .collect();
         if alive.is_empty() {
             break;
         }
@@ -269,14 +286,14 @@ fn executors_answered_and_ended(agents: &std::path::Path) {
     }
 }
 
-/// Processes running `executor_framework.py executor`.
-fn executor_processes() -> Vec<String> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| std::fs::read(e.ok()?.path().join("cmdline")).ok())
-        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
-        .filter(|c| c.contains("executor_framework.py executor") && !c.contains("/bin/sh"))
-        .collect()
+/// As [`executors_answered_and_ended`] (executors in `codec`); and each
+/// mesos-go executor had every update acknowledged (ACKNOWLEDGED events)
+/// when SHUTDOWN came.
+fn mesos_go_executors_answered_and_ended(agents: &std::path::Path, codec: &str) {
+    executors_answered_and_ended(agents, "mg-", &format!(" -executor -codec {codec}"));
+    let notes = lines_of_files(agents, "shutdown.txt");
+    assert!(!notes.is_empty(), "no executor noted its SHUTDOWN");
+    assert!(notes.iter().all(|n| n == "unacknowledged: 0"), "{notes:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -382,41 +399,68 @@ fn build_mesos_go_framework(gopath: &std::path::Path, name: &str) -> PathBuf {
     program
 }
 
-/// Runs the mesos-go framework in `codec`; its summary.
-async fn mesos_go(codec: &str) -> Option<serde_json::Value> {
+/// Runs the mesos-go framework in `codec` (its tasks on its own executor
+/// when `custom`); its summary.
+async fn mesos_go(codec: &str, custom: bool) -> Option<serde_json::Value> {
     let gopath = found("mesos-go", "UNISCHED_REQUIRE_MESOS_GO", mesos_go_path())?;
+    let kind = if custom { "custom" } else { "command" };
     let program = tokio::task::spawn_blocking({
-        let name = format!("framework-{codec}");
+        let name = format!("framework-{codec}-{kind}");
         move || build_mesos_go_framework(&gopath, &name)
     })
     .await
     .unwrap();
+    let mut args = vec!["-codec".into(), codec.into()];
+    if custom {
+        args.push("-custom".into());
+    }
     let framework = Framework {
         program,
-        args: vec!["-codec".into(), codec.into()],
+        args,
         env: Vec::new(),
         dir: None,
-        check_sandboxes: None,
+        check_sandboxes: custom.then(|| {
+            let codec = codec.to_string();
+            Box::new(move |agents: &std::path::Path| {
+                mesos_go_executors_answered_and_ended(agents, &codec);
+            }) as SandboxCheck
+        }),
     };
-    let summary = runs_to_completion(&format!("mesos-go-{codec}"), framework).await;
-    // Every update carried a uuid, which the library acknowledged:
-    // TASK_STARTING, TASK_RUNNING and TASK_FINISHED of each task.
-    assert_eq!(summary["acknowledged"], 3 * TASKS, "{summary}");
+    let summary = runs_to_completion(&format!("mesos-go-{codec}-{kind}"), framework).await;
+    // Every update carried a uuid, which the library acknowledged: the
+    // command executor's TASK_STARTING, TASK_RUNNING and TASK_FINISHED of
+    // each task; the framework's own executor sends no TASK_STARTING.
+    let updates = if custom { 2 } else { 3 };
+    assert_eq!(summary["acknowledged"], updates * TASKS, "{summary}");
     let urls = summary["agent_urls"].as_array().expect("agent URLs");
     assert_eq!(urls.len(), 2, "{summary}");
+    if custom {
+        let messages = summary["messages"].as_array().expect("messages");
+        assert_eq!(messages.len(), TASKS, "{summary}");
+    }
     Some(summary)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mesos_go_runs_command_tasks_to_completion_in_protobuf() {
-    if let Some(summary) = mesos_go("protobuf").await {
+    if let Some(summary) = mesos_go("protobuf", false).await {
         assert_eq!(summary["codec"], "application/x-protobuf", "{summary}");
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mesos_go_runs_command_tasks_to_completion_in_json() {
-    if let Some(summary) = mesos_go("json").await {
+    if let Some(summary) = mesos_go("json", false).await {
         assert_eq!(summary["codec"], "application/json", "{summary}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mesos_go_runs_tasks_on_its_own_executor_in_protobuf() {
+    mesos_go("protobuf", true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mesos_go_runs_tasks_on_its_own_executor_in_json() {
+    mesos_go("json", true).await;
 }

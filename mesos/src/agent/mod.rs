@@ -82,10 +82,10 @@ pub trait AgentBackend: Send + Sync {
     fn shutdown_executor(&self, framework_id: &str, executor_id: &str);
     /// Kills every task of a framework (TEARDOWN); no updates are needed.
     fn shutdown_framework(&self, framework_id: &str);
-    /// The scheduler acknowledged the task's update `uuid` (a custom
-    /// executor hears of it). Agents whose executors need no
-    /// acknowledgements ignore it.
-    fn acknowledged(&self, _framework_id: &str, _task_id: &str, _uuid: &[u8]) {}
+    /// The scheduler acknowledged the update `uuid` of a task of executor
+    /// `executor_id` (a custom executor hears of it, even after the task
+    /// ended). Agents whose executors need no acknowledgements ignore it.
+    fn acknowledged(&self, _framework_id: &str, _executor_id: &str, _task_id: &str, _uuid: &[u8]) {}
     /// Delivers a framework message to an executor (best effort).
     fn framework_message(&self, framework_id: &str, executor_id: &str, data: Vec<u8>);
     /// Kills everything; the agent is going away.

@@ -270,16 +270,10 @@ impl AgentBackend for ProcessAgent {
         }
     }
 
-    fn acknowledged(&self, framework_id: &str, task_id: &str, uuid: &[u8]) {
-        let table = self.shared.table();
-        let key = (framework_id.to_string(), task_id.to_string());
-        if let Some(inbox) = table
-            .custom_tasks
-            .get(&key)
-            .and_then(|e| table.custom.get(&(key.0.clone(), e.clone())))
-        {
+    fn acknowledged(&self, framework_id: &str, executor_id: &str, task_id: &str, uuid: &[u8]) {
+        if let Some(inbox) = self.custom_executor(framework_id, executor_id) {
             let _ = inbox.send(custom::Input::Acknowledged {
-                task: key.1,
+                task: task_id.to_string(),
                 uuid: uuid.to_vec(),
             });
         }

@@ -329,9 +329,12 @@ impl Master {
         }
         self.counters.valid_acknowledgements += 1;
         let idle = t.stream.is_idle();
-        // A custom executor hears of it (ACKNOWLEDGED).
-        if let Some(a) = self.agents.get(&ack.agent_id.value) {
-            a.backend.acknowledged(framework, &key.1, &ack.uuid);
+        // The task's executor hears of it (a custom one: ACKNOWLEDGED).
+        if let Some(executor) = &t.executor
+            && let Some(a) = self.agents.get(&ack.agent_id.value)
+        {
+            a.backend
+                .acknowledged(framework, &executor.executor_id.value, &key.1, &ack.uuid);
         }
         if terminal && idle {
             self.remove_task(framework, &key.1);

@@ -13,7 +13,16 @@
 // TASK_FINISHED, printing a JSON summary last; non-zero with the reason
 // otherwise. Used by mesos/tests/framework_libraries.rs.
 //
-// Usage: framework -codec protobuf|json MASTER TASKS
+// With -custom the tasks run on the framework's own executor instead: this
+// program again, run by the agent with -executor, on mesos-go's executor
+// API client (httpexec). It reports each task's states with its own uuids,
+// writes `<task id>/out.txt` in its sandbox, sends the scheduler a message
+// per task and records the replies in `replies.txt`; the scheduler then
+// also waits for every message.
+//
+// Usage: framework -codec protobuf|json [-custom] MASTER TASKS
+//
+//	framework -codec protobuf|json -executor (as the agent starts it)
 package main
 
 import (
@@ -28,15 +37,20 @@ import (
 
 	mesos "github.com/mesos/mesos-go/api/v1/lib"
 	"github.com/mesos/mesos-go/api/v1/lib/encoding/codecs"
+	"github.com/mesos/mesos-go/api/v1/lib/executor"
+	execcalls "github.com/mesos/mesos-go/api/v1/lib/executor/calls"
+	"github.com/mesos/mesos-go/api/v1/lib/executor/config"
 	"github.com/mesos/mesos-go/api/v1/lib/extras/scheduler/callrules"
 	"github.com/mesos/mesos-go/api/v1/lib/extras/scheduler/controller"
 	"github.com/mesos/mesos-go/api/v1/lib/extras/scheduler/eventrules"
 	"github.com/mesos/mesos-go/api/v1/lib/extras/store"
 	"github.com/mesos/mesos-go/api/v1/lib/httpcli"
+	"github.com/mesos/mesos-go/api/v1/lib/httpcli/httpexec"
 	"github.com/mesos/mesos-go/api/v1/lib/httpcli/httpsched"
 	"github.com/mesos/mesos-go/api/v1/lib/scheduler"
 	"github.com/mesos/mesos-go/api/v1/lib/scheduler/calls"
 	"github.com/mesos/mesos-go/api/v1/lib/scheduler/events"
+	"github.com/pborman/uuid"
 )
 
 const (
@@ -44,8 +58,15 @@ const (
 	taskMem  = 64.0
 )
 
+const (
+	executorCPUs = 0.1
+	executorMem  = 32.0
+)
+
 type summary struct {
 	FrameworkID string   `json:"framework_id"`
+	Messages    []string `json:"messages"`
+	Executors   []string `json:"executors"`
 	Codec       string   `json:"codec"`
 	Launched    int      `json:"launched"`
 	Finished    int      `json:"finished"`
@@ -57,12 +78,15 @@ type summary struct {
 }
 
 type runner struct {
-	mu       sync.Mutex
-	tasks    int
-	sum      summary
-	urls     map[string]bool
-	done     chan struct{}
-	doneOnce sync.Once
+	mu    sync.Mutex
+	tasks int
+	// Set with -custom: the executor's command line.
+	executor  string
+	executors map[string]bool
+	sum       summary
+	urls      map[string]bool
+	done      chan struct{}
+	doneOnce  sync.Once
 }
 
 func (r *runner) finish() { r.doneOnce.Do(func() { close(r.done) }) }
@@ -90,11 +114,29 @@ func (r *runner) offers(ctx context.Context, caller calls.Caller, e *scheduler.E
 				u.GetPath())] = true
 		}
 		cpus, mem := scalar(offer.GetResources(), "cpus"), scalar(offer.GetResources(), "mem")
+		var executor *mesos.ExecutorInfo
+		if r.executor != "" {
+			id := "go-runner-" + offer.GetAgentID().Value
+			command := r.executor
+			executor = &mesos.ExecutorInfo{
+				ExecutorID: mesos.ExecutorID{Value: id},
+				Name:       &id,
+				Command:    &mesos.CommandInfo{Value: &command},
+				Resources: []mesos.Resource{
+					{Name: "cpus", Type: mesos.SCALAR.Enum(), Scalar: &mesos.Value_Scalar{Value: executorCPUs}},
+					{Name: "mem", Type: mesos.SCALAR.Enum(), Scalar: &mesos.Value_Scalar{Value: executorMem}},
+				},
+			}
+			if !r.executors[id] {
+				cpus -= executorCPUs
+				mem -= executorMem
+			}
+		}
 		var tasks []mesos.TaskInfo
 		for r.sum.Launched < r.tasks && cpus >= taskCPUs && mem >= taskMem {
 			id := "mg-" + strconv.Itoa(r.sum.Launched)
 			command := "echo hello from $MESOS_TASK_ID > out.txt; test -n \"$MESOS_SANDBOX\""
-			tasks = append(tasks, mesos.TaskInfo{
+			task := mesos.TaskInfo{
 				Name:    "mesos-go task " + id,
 				TaskID:  mesos.TaskID{Value: id},
 				AgentID: offer.GetAgentID(),
@@ -103,7 +145,13 @@ func (r *runner) offers(ctx context.Context, caller calls.Caller, e *scheduler.E
 					{Name: "mem", Type: mesos.SCALAR.Enum(), Scalar: &mesos.Value_Scalar{Value: taskMem}},
 				},
 				Command: &mesos.CommandInfo{Value: &command},
-			})
+			}
+			if executor != nil {
+				task.Command = nil
+				task.Executor = executor
+				r.executors[executor.ExecutorID.Value] = true
+			}
+			tasks = append(tasks, task)
 			r.sum.Launched++
 			cpus -= taskCPUs
 			mem -= taskMem
@@ -145,14 +193,37 @@ func (r *runner) update(e *scheduler.Event) {
 		r.sum.Failed = append(r.sum.Failed,
 			fmt.Sprintf("%s %s: %s", status.TaskID.Value, state, status.GetMessage()))
 	}
-	if r.sum.Finished+len(r.sum.Failed) >= r.tasks {
+	r.check()
+}
+
+// check ends the run once every task ended (and, with -custom, every
+// task's message came), or at the first failure.
+func (r *runner) check() {
+	messagesDone := r.executor == "" || len(r.sum.Messages) >= r.tasks
+	if (r.sum.Finished >= r.tasks && messagesDone) || len(r.sum.Failed) > 0 {
 		r.finish()
 	}
 }
 
+// message records an executor's message and answers it.
+func (r *runner) message(ctx context.Context, caller calls.Caller, e *scheduler.Event) error {
+	m := e.GetMessage()
+	r.mu.Lock()
+	r.sum.Messages = append(r.sum.Messages, string(m.GetData()))
+	r.check()
+	r.mu.Unlock()
+	reply := calls.Message(m.GetAgentID().Value, m.GetExecutorID().Value, []byte("thanks "+string(m.GetData())))
+	return calls.CallNoData(ctx, caller, reply)
+}
+
 func main() {
 	codecName := flag.String("codec", "protobuf", "protobuf or json")
+	custom := flag.Bool("custom", false, "run the tasks on this program as their executor")
+	asExecutor := flag.Bool("executor", false, "run as the executor (the agent starts it so)")
 	flag.Parse()
+	if *asExecutor {
+		os.Exit(runExecutor(*codecName))
+	}
 	if flag.NArg() < 2 {
 		fmt.Fprintln(os.Stderr, "usage: framework -codec protobuf|json MASTER TASKS")
 		os.Exit(2)
@@ -167,8 +238,16 @@ func main() {
 	if *codecName == "json" {
 		codec = codecs.ByMediaType[codecs.MediaTypeJSON]
 	}
-	r := &runner{tasks: tasks, urls: map[string]bool{}, done: make(chan struct{})}
+	r := &runner{tasks: tasks, urls: map[string]bool{}, executors: map[string]bool{}, done: make(chan struct{})}
 	r.sum.Codec = string(codec.Type)
+	if *custom {
+		self, err := os.Executable()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "own path:", err)
+			os.Exit(2)
+		}
+		r.executor = self + " -executor -codec " + *codecName
+	}
 
 	client := httpcli.New(
 		httpcli.Endpoint("http://"+master+"/api/v1/scheduler"),
@@ -192,6 +271,9 @@ func main() {
 		scheduler.Event_UPDATE: func(_ context.Context, e *scheduler.Event) error {
 			r.update(e)
 			return nil
+		},
+		scheduler.Event_MESSAGE: func(ctx context.Context, e *scheduler.Event) error {
+			return r.message(ctx, caller, e)
 		},
 	})
 	var loopErr error
@@ -228,6 +310,9 @@ func main() {
 	for u := range r.urls {
 		r.sum.AgentURLs = append(r.sum.AgentURLs, u)
 	}
+	for e := range r.executors {
+		r.sum.Executors = append(r.sum.Executors, e)
+	}
 	if teardownErr != nil {
 		r.sum.Failed = append(r.sum.Failed, "teardown: "+teardownErr.Error())
 	}
@@ -240,5 +325,111 @@ func main() {
 	fmt.Println(string(out))
 	if !ok {
 		os.Exit(1)
+	}
+}
+
+// runExecutor is the executor: it subscribes to its agent (the
+// environment the agent set says where and who it is), runs each LAUNCHed
+// task on a goroutine and exits at SHUTDOWN or when its stream ends. Its
+// exit code.
+func runExecutor(codecName string) int {
+	cfg, err := config.FromEnv()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "executor environment:", err)
+		return 2
+	}
+	codec := codecs.ByMediaType[codecs.MediaTypeProtobuf]
+	if codecName == "json" {
+		codec = codecs.ByMediaType[codecs.MediaTypeJSON]
+	}
+	client := httpcli.New(
+		httpcli.Endpoint("http://"+cfg.AgentEndpoint+"/api/v1/executor"),
+		httpcli.Codec(codec),
+		httpcli.Do(httpcli.With(httpcli.Timeout(20*time.Second))),
+	)
+	sender := execcalls.SenderWith(
+		httpexec.NewSender(client.Send),
+		execcalls.Framework(cfg.FrameworkID),
+		execcalls.Executor(cfg.ExecutorID),
+	)
+	ctx := context.Background()
+	var mu sync.Mutex
+	unacknowledged := map[string]mesos.TaskStatus{}
+	send := func(call *executor.Call) {
+		if err := execcalls.SendNoData(ctx, sender, execcalls.NonStreaming(call)); err != nil {
+			fmt.Fprintln(os.Stderr, "executor call:", err)
+		}
+	}
+	report := func(task mesos.TaskID, state mesos.TaskState) {
+		id := uuid.NewRandom()
+		status := mesos.TaskStatus{
+			TaskID:     task,
+			State:      state.Enum(),
+			Source:     mesos.SOURCE_EXECUTOR.Enum(),
+			ExecutorID: &mesos.ExecutorID{Value: cfg.ExecutorID},
+			UUID:       []byte(id),
+		}
+		mu.Lock()
+		unacknowledged[id.String()] = status
+		mu.Unlock()
+		send(execcalls.Update(status))
+	}
+	resp, err := sender.Send(ctx, execcalls.NonStreaming(execcalls.Subscribe(nil, nil)))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "executor subscribe:", err)
+		return 1
+	}
+	defer resp.Close()
+	for {
+		var e executor.Event
+		if err := resp.Decode(&e); err != nil {
+			fmt.Fprintln(os.Stderr, "executor stream ended:", err)
+			return 0
+		}
+		switch e.GetType() {
+		case executor.Event_LAUNCH:
+			task := e.GetLaunch().Task
+			go func() {
+				report(task.TaskID, mesos.TASK_RUNNING)
+				dir := task.TaskID.Value
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					report(task.TaskID, mesos.TASK_FAILED)
+					return
+				}
+				out := []byte("hello from " + task.TaskID.Value + "\n")
+				if err := os.WriteFile(dir+"/out.txt", out, 0o644); err != nil {
+					report(task.TaskID, mesos.TASK_FAILED)
+					return
+				}
+				send(execcalls.Message([]byte(task.TaskID.Value)))
+				report(task.TaskID, mesos.TASK_FINISHED)
+			}()
+		case executor.Event_KILL:
+			report(e.GetKill().TaskID, mesos.TASK_KILLED)
+		case executor.Event_ACKNOWLEDGED:
+			mu.Lock()
+			delete(unacknowledged, uuid.UUID(e.GetAcknowledged().UUID).String())
+			mu.Unlock()
+		case executor.Event_MESSAGE:
+			f, err := os.OpenFile("replies.txt", os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+			if err == nil {
+				_, _ = f.Write(append(e.GetMessage().Data, '\n'))
+				_ = f.Close()
+			}
+		case executor.Event_SHUTDOWN:
+			// How many of its updates the scheduler had not acknowledged
+			// (ACKNOWLEDGED events) when its framework went: none.
+			mu.Lock()
+			left := len(unacknowledged)
+			mu.Unlock()
+			note := fmt.Sprintf("unacknowledged: %d\n", left)
+			if err := os.WriteFile("shutdown.txt", []byte(note), 0o644); err != nil {
+				fmt.Fprintln(os.Stderr, "shutdown note:", err)
+			}
+			return 0
+		case executor.Event_ERROR:
+			fmt.Fprintln(os.Stderr, "executor error:", e.GetError().GetMessage())
+			return 1
+		}
 	}
 }
