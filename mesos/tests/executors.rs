@@ -279,7 +279,7 @@ async fn a_custom_executor_runs_tasks_through_the_executor_api() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_executor_that_never_subscribes_does_not_hold_its_tasks_forever_and_teardown_kills_it() {
+async fn an_executor_whose_tasks_were_all_killed_before_delivery_is_shut_down() {
     let m = process_agent().await;
     let mut f = m
         .subscribe(framework("silent", "r"), ContentType::Json)
@@ -307,7 +307,29 @@ async fn an_executor_that_never_subscribes_does_not_hold_its_tasks_forever_and_t
         v1::task_status::Reason::TaskKilledDuringLaunch
     );
     assert_eq!(f.acknowledge(&status).await, 202);
-    // TEARDOWN takes the executor (its `sleep`) down with the framework.
+    // It never got a task and has none waiting: it is shut down, as
+    // upstream's agent does (signalled, since it never subscribed), and its
+    // resources come back.
+    let failure = f.next_of(sched_event::Type::Failure).await.failure.unwrap();
+    assert_eq!(failure.executor_id.unwrap().value, "silent");
+    let state = m.state().await;
+    assert_eq!(
+        state["slaves"][0]["used_resources"]["cpus"].as_f64(),
+        Some(0.0),
+        "{state}"
+    );
+    // Another task of the same executor id starts it again; TEARDOWN takes
+    // it (its `sleep`) down with the framework.
+    m.allocate().await;
+    let offer = f.offers().await.remove(0);
+    let t = executor_task("t2", &offer, "silent");
+    assert_eq!(f.launch(&offer, vec![t]).await, 202);
+    let state = m.state().await;
+    assert_eq!(
+        state["slaves"][0]["used_resources"]["cpus"].as_f64(),
+        Some(0.6),
+        "{state}"
+    );
     assert_eq!(f.simple(v1::scheduler::call::Type::Teardown).await, 202);
     m.expect_empty().await;
     m.cluster.stop();

@@ -60,6 +60,10 @@ use crate::v1::task_status::Reason;
 /// `--executor_registration_timeout` default).
 pub const REGISTRATION_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// How often a subscribed executor gets HEARTBEAT (upstream's
+/// `DEFAULT_EXECUTOR_HEARTBEAT_INTERVAL`).
+pub const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(30 * 60);
+
 /// Events an executor's stream holds before the executor is deemed not to
 /// read it (the stream is then closed; the executor may subscribe again).
 const STREAM_CAPACITY: usize = 1024;
@@ -210,7 +214,9 @@ pub(super) fn start(
         live: BTreeMap::new(),
         unacknowledged: BTreeMap::new(),
         stream: None,
+        heartbeat_at: None,
         subscribed_once: false,
+        ever_sent: false,
         shutting_down: false,
         quiet: false,
         process_group: None,
@@ -242,7 +248,11 @@ struct ExecutorSupervisor {
     unacknowledged: BTreeMap<String, VecDeque<Vec<u8>>>,
     /// The executor's event stream while it is subscribed.
     stream: Option<mpsc::Sender<Event>>,
+    /// When the stream's next HEARTBEAT is due.
+    heartbeat_at: Option<Instant>,
     subscribed_once: bool,
+    /// A task has been handed to the executor.
+    ever_sent: bool,
     /// SHUTDOWN (or a discard) is under way: its tasks end killed.
     shutting_down: bool,
     /// Nothing more is reported (discarded or stopped).
@@ -411,6 +421,13 @@ impl ExecutorSupervisor {
                     self.escalate_at = None;
                     self.signal(Signal::SIGKILL);
                 }
+                () = tokio::time::sleep_until(self.heartbeat_at.unwrap_or_else(never)), if self.heartbeat_at.is_some() && self.stream.is_some() => {
+                    self.heartbeat_at = Some(Instant::now() + HEARTBEAT_INTERVAL);
+                    self.event(Event {
+                        r#type: Some(event::Type::Heartbeat as i32),
+                        ..Default::default()
+                    });
+                }
             }
         };
         // Whatever the executor left in its group goes with it.
@@ -489,6 +506,7 @@ impl ExecutorSupervisor {
     }
 
     fn hand_over(&mut self, task: v1::TaskInfo) {
+        self.ever_sent = true;
         self.live
             .insert(task.task_id.value.clone(), TaskState::TaskStaging);
         self.event(Event {
@@ -498,8 +516,9 @@ impl ExecutorSupervisor {
         });
     }
 
-    /// A task killed before the executor got it ends at once; true when it
-    /// was one.
+    /// A task killed before the executor got it ends at once. An executor
+    /// that never got a task and has none left waiting is shut down, as
+    /// upstream's agent does.
     fn kill_queued(&mut self, task: &str) {
         if let Some(i) = self.queued.iter().position(|t| t.task_id.value == task) {
             self.queued.remove(i);
@@ -512,6 +531,9 @@ impl ExecutorSupervisor {
                 ),
             );
             self.forget_task(task);
+            if !self.ever_sent && self.queued.is_empty() {
+                self.shutdown();
+            }
         }
     }
 
@@ -643,11 +665,20 @@ impl ExecutorSupervisor {
     }
 
     /// SUBSCRIBE: a new stream (an older one closes), SUBSCRIBED first,
-    /// then the tasks that waited.
+    /// then the tasks that waited. An executor being shut down gets SHUTDOWN
+    /// alone, and the stream ends, as upstream answers it.
     fn subscribe(&mut self, _accept: crate::codec::ContentType) -> mpsc::Receiver<Event> {
         let (sender, events) = mpsc::channel(STREAM_CAPACITY);
+        if self.shutting_down {
+            let _ = sender.try_send(Event {
+                r#type: Some(event::Type::Shutdown as i32),
+                ..Default::default()
+            });
+            return events;
+        }
         self.stream = Some(sender);
         self.subscribed_once = true;
+        self.heartbeat_at = Some(Instant::now() + HEARTBEAT_INTERVAL);
         let mut executor = self.executor.clone();
         executor
             .framework_id
@@ -687,14 +718,12 @@ impl ExecutorSupervisor {
             }),
             ..Default::default()
         });
-        if self.shutting_down {
-            self.event(Event {
-                r#type: Some(event::Type::Shutdown as i32),
-                ..Default::default()
-            });
-        }
         for task in std::mem::take(&mut self.queued) {
             self.hand_over(task);
+        }
+        if !self.ever_sent {
+            // Its tasks were all killed before it came.
+            self.shutdown();
         }
         events
     }
