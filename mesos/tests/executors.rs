@@ -233,8 +233,9 @@ async fn a_custom_executor_runs_tasks_through_the_executor_api() {
         assert_eq!(node.allocated.get("vcore"), Some(&600), "{node:?}");
 
         // SHUTDOWN: the executor is told; it does not exit, so after its
-        // grace period its process is killed, t2 ends killed, and the
-        // framework hears the executor is gone.
+        // grace period its process is killed, t2 (which it never ended)
+        // fails as upstream's agent fails it, and the framework hears the
+        // executor is gone.
         let shutdown = v1::scheduler::Call {
             r#type: Some(v1::scheduler::call::Type::Shutdown as i32),
             shutdown: Some(v1::scheduler::call::Shutdown {
@@ -255,7 +256,8 @@ async fn a_custom_executor_runs_tasks_through_the_executor_api() {
         }
         let status = f.update().await;
         assert_eq!(status.task_id.value, "t2");
-        assert_eq!(status.state(), v1::TaskState::TaskKilled);
+        assert_eq!(status.state(), v1::TaskState::TaskFailed);
+        assert_eq!(status.message(), "Executor terminated");
         assert_eq!(status.reason(), v1::task_status::Reason::ExecutorTerminated);
         assert_eq!(status.source(), v1::task_status::Source::Agent);
         let failure = f.next_of(sched_event::Type::Failure).await.failure.unwrap();

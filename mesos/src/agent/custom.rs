@@ -17,9 +17,9 @@
 //!
 //! As upstream: an executor that does not subscribe within a minute is
 //! killed and its tasks fail (REASON_EXECUTOR_REGISTRATION_TIMEOUT); when
-//! the executor's process ends, its unfinished tasks end TASK_FAILED (or
-//! TASK_KILLED when it was being shut down), REASON_EXECUTOR_TERMINATED, and
-//! the framework gets FAILURE with the exit status; SHUTDOWN gives the
+//! the executor's process ends, its unfinished tasks end TASK_FAILED,
+//! REASON_EXECUTOR_TERMINATED ("Executor terminated"), and the framework
+//! gets FAILURE with the exit status; SHUTDOWN gives the
 //! executor its shutdown grace period to exit before its process group is
 //! SIGKILLed. The endpoint is not authenticated (upstream's default,
 //! `--authenticate_http_executors=false`); an executor is found by its
@@ -46,9 +46,7 @@ use tokio::process::Child;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
-use super::process::{
-    End, Shared, check_containers, describe_exit, mount_volumes, prepare_sandbox, spawn,
-};
+use super::process::{End, Shared, check_containers, mount_volumes, prepare_sandbox, spawn};
 use super::simulated::{task_status, unix_seconds};
 use super::{AgentUpdate, Launch};
 use crate::v1;
@@ -253,7 +251,7 @@ struct ExecutorSupervisor {
     subscribed_once: bool,
     /// A task has been handed to the executor.
     ever_sent: bool,
-    /// SHUTDOWN (or a discard) is under way: its tasks end killed.
+    /// SHUTDOWN (or a discard) is under way.
     shutting_down: bool,
     /// Nothing more is reported (discarded or stopped).
     quiet: bool,
@@ -433,15 +431,12 @@ impl ExecutorSupervisor {
         // Whatever the executor left in its group goes with it.
         self.signal(Signal::SIGKILL);
         self.process_group = None;
-        let (state, message) = if self.shutting_down {
-            (TaskState::TaskKilled, "Executor was shut down".to_string())
-        } else {
-            let how = match &waited {
-                Ok(status) => describe_exit(*status),
-                Err(e) => format!("could not be waited for: {e}"),
-            };
-            (TaskState::TaskFailed, format!("Executor terminated: {how}"))
-        };
+        // As upstream's agent reports the tasks an executor left unfinished
+        // (shut down or not): failed, "Executor terminated".
+        let (state, message) = (TaskState::TaskFailed, "Executor terminated".to_string());
+        if let Err(e) = &waited {
+            tracing::warn!(executor = %self.key.1, error = %e, "the executor's exit status could not be read");
+        }
         self.end_all(&End::agent(state, Reason::ExecutorTerminated, message));
         use std::os::unix::process::ExitStatusExt as _;
         waited.ok().map(|s| s.into_raw())
