@@ -117,6 +117,21 @@ fn update(framework: &str, executor: &str, task: &str, state: v1::TaskState) -> 
     c
 }
 
+/// A scheduler's KILL of a task on the offer's agent.
+fn kill(task: &str, offer: &v1::Offer) -> v1::scheduler::Call {
+    v1::scheduler::Call {
+        r#type: Some(v1::scheduler::call::Type::Kill as i32),
+        kill: Some(v1::scheduler::call::Kill {
+            task_id: v1::TaskId {
+                value: task.to_string(),
+            },
+            agent_id: Some(offer.agent_id.clone()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
 async fn process_agent() -> Master {
     Master::start(Setup {
         executor: ExecutorKind::Process,
@@ -195,18 +210,7 @@ async fn a_custom_executor_runs_tasks_through_the_executor_api() {
         assert_eq!(e.message.unwrap().data, b"from the scheduler");
 
         // KILL goes to the executor, which reports the end.
-        let kill = v1::scheduler::Call {
-            r#type: Some(v1::scheduler::call::Type::Kill as i32),
-            kill: Some(v1::scheduler::call::Kill {
-                task_id: v1::TaskId {
-                    value: "t1".to_string(),
-                },
-                agent_id: Some(offer.agent_id.clone()),
-                ..Default::default()
-            }),
-            ..Default::default()
-        };
-        assert_eq!(f.call(kill).await.0, 202);
+        assert_eq!(f.call(kill("t1", &offer)).await.0, 202);
         let e = next(&mut events).await;
         assert_eq!(e.r#type(), event::Type::Kill);
         assert_eq!(e.kill.unwrap().task_id.value, "t1");
@@ -290,18 +294,7 @@ async fn an_executor_whose_tasks_were_all_killed_before_delivery_is_shut_down() 
     let t = executor_task("t1", &offer, "silent");
     assert_eq!(f.launch(&offer, vec![t]).await, 202);
     // A KILL before the executor subscribed ends the task at once.
-    let kill = v1::scheduler::Call {
-        r#type: Some(v1::scheduler::call::Type::Kill as i32),
-        kill: Some(v1::scheduler::call::Kill {
-            task_id: v1::TaskId {
-                value: "t1".to_string(),
-            },
-            agent_id: Some(offer.agent_id.clone()),
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
-    assert_eq!(f.call(kill).await.0, 202);
+    assert_eq!(f.call(kill("t1", &offer)).await.0, 202);
     let status = f.update().await;
     assert_eq!(status.state(), v1::TaskState::TaskKilled);
     assert_eq!(

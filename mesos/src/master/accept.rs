@@ -703,6 +703,23 @@ impl Master {
         allocations
     }
 
+    /// Releases every executor hold whose (framework, executor, agent)
+    /// key `which` picks.
+    pub(super) fn release_executors_where(
+        &mut self,
+        which: impl Fn(&(String, String, String)) -> bool,
+    ) {
+        let keys: Vec<(String, String, String)> = self
+            .executor_holds
+            .keys()
+            .filter(|k| which(k))
+            .cloned()
+            .collect();
+        for (framework, executor, agent) in keys {
+            self.release_executor(&framework, &executor, &agent);
+        }
+    }
+
     /// An executor's resources go back to its agent and the core (it
     /// exited, or its framework or agent went).
     pub(super) fn release_executor(&mut self, framework: &str, executor: &str, agent: &str) {

@@ -90,15 +90,7 @@ impl Master {
                 &format!("Agent {id} removed: {why}"),
             );
         }
-        let holds: Vec<(String, String, String)> = self
-            .executor_holds
-            .keys()
-            .filter(|(_, _, agent)| agent == id)
-            .cloned()
-            .collect();
-        for (framework, executor, agent) in holds {
-            self.release_executor(&framework, &executor, &agent);
-        }
+        self.release_executors_where(|(_, _, agent)| agent == id);
         let local: Vec<String> = self
             .providers
             .iter()

@@ -540,15 +540,7 @@ impl Master {
                     agent.executors.retain(|(f, _), _| f != id);
                 }
             }
-            let holds: Vec<(String, String, String)> = self
-                .executor_holds
-                .keys()
-                .filter(|(f, _, _)| f == id)
-                .cloned()
-                .collect();
-            for (f, executor, agent) in holds {
-                self.release_executor(&f, &executor, &agent);
-            }
+            self.release_executors_where(|(f, _, _)| f == id);
             let roles = self.frameworks[id].roles.clone();
             for role in roles {
                 let app = app_id(id, &role);
