@@ -219,6 +219,7 @@ pub(super) fn start(
         quiet: false,
         process_group: None,
         escalate_at: None,
+        finished: false,
     };
     shared.runtime.spawn(supervisor.run(receiver));
     inbox
@@ -258,6 +259,8 @@ struct ExecutorSupervisor {
     process_group: Option<Pid>,
     /// When the process group gets SIGKILL.
     escalate_at: Option<Instant>,
+    /// Out of the hub and the table (`finish` ran).
+    finished: bool,
 }
 
 fn never() -> Instant {
@@ -829,6 +832,7 @@ impl ExecutorSupervisor {
     /// The executor's process ended (wait status `exit`): out of the hub
     /// and the agent's table; the framework hears of it (FAILURE).
     fn finish(&mut self, exit: Option<i32>) {
+        self.finished = true;
         self.hub.unregister(&self.key, &self.inbox);
         let report = {
             let mut table = self.shared.table();
@@ -893,10 +897,20 @@ impl ExecutorSupervisor {
 }
 
 impl Drop for ExecutorSupervisor {
-    /// A supervisor dropped before its end (the runtime shutting down)
-    /// still kills its processes.
+    /// A supervisor dropped before its end (the runtime shutting down, or a
+    /// bug panicking) still kills its processes; after a panic its tasks
+    /// are reported failed and the executor gone, so nothing hangs in the
+    /// master.
     fn drop(&mut self) {
         self.signal(Signal::SIGKILL);
+        if std::thread::panicking() && !self.finished {
+            self.end_all(&End::agent(
+                TaskState::TaskFailed,
+                Reason::ExecutorTerminated,
+                "The embedded agent's supervisor of this executor failed",
+            ));
+            self.finish(None);
+        }
     }
 }
 
