@@ -76,7 +76,12 @@ async fn subscribe(
 ) -> mpsc::UnboundedReceiver<Event> {
     let mut c = executor_call(framework, executor, call::Type::Subscribe);
     c.subscribe = Some(call::Subscribe::default());
-    let resp = post(m, &c, ct).await;
+    open_stream(m, &c, ct).await
+}
+
+/// Sends SUBSCRIBE call `c`; the events of its stream.
+async fn open_stream(m: &Master, c: &Call, ct: ContentType) -> mpsc::UnboundedReceiver<Event> {
+    let resp = post(m, c, ct).await;
     assert_eq!(resp.status().as_u16(), 200, "SUBSCRIBE answers 200");
     let (tx, rx) = mpsc::unbounded_channel();
     let mut body = resp.bytes_stream();
@@ -175,6 +180,8 @@ async fn a_custom_executor_runs_tasks_through_the_executor_api() {
         let running = update(&f.id, "runner", "t1", v1::TaskState::TaskRunning);
         let uuid = running.update.as_ref().unwrap().status.uuid.clone();
         assert_eq!(post(&m, &running, ct).await.status().as_u16(), 202);
+        // The same update again (a retry) is not sent twice.
+        assert_eq!(post(&m, &running, ct).await.status().as_u16(), 202);
         let status = f.update().await;
         assert_eq!(status.state(), v1::TaskState::TaskRunning);
         assert_eq!(status.uuid, uuid);
@@ -184,6 +191,31 @@ async fn a_custom_executor_runs_tasks_through_the_executor_api() {
         assert_eq!(ack.r#type(), event::Type::Acknowledged);
         let ack = ack.acknowledged.unwrap();
         assert_eq!((ack.task_id.value.as_str(), Some(ack.uuid)), ("t1", uuid));
+
+        // The executor subscribes again (its connection broke), naming the
+        // updates it holds unacknowledged: t1's RUNNING, which the agent
+        // had (not sent again), and t2's RUNNING, whose call was lost (it
+        // counts now). The stream starts over; nothing is launched twice.
+        let t2_running = update(&f.id, "runner", "t2", v1::TaskState::TaskRunning);
+        let t2_uuid = t2_running.update.as_ref().unwrap().status.uuid.clone();
+        let mut again = executor_call(&f.id, "runner", call::Type::Subscribe);
+        again.subscribe = Some(call::Subscribe {
+            unacknowledged_tasks: Vec::new(),
+            unacknowledged_updates: vec![
+                running.update.clone().unwrap(),
+                t2_running.update.clone().unwrap(),
+            ],
+        });
+        drop(events);
+        let mut events = open_stream(&m, &again, ct).await;
+        assert_eq!(next(&mut events).await.r#type(), event::Type::Subscribed);
+        let status = f.update().await;
+        assert_eq!(
+            (status.task_id.value.as_str(), status.uuid.clone()),
+            ("t2", t2_uuid)
+        );
+        assert_eq!(f.acknowledge(&status).await, 202);
+        assert_eq!(next(&mut events).await.r#type(), event::Type::Acknowledged);
 
         // Messages both ways.
         let mut message = executor_call(&f.id, "runner", call::Type::Message);

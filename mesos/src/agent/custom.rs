@@ -211,6 +211,7 @@ pub(super) fn start(
         queued: Vec::new(),
         live: BTreeMap::new(),
         unacknowledged: BTreeMap::new(),
+        seen: std::collections::HashSet::new(),
         stream: None,
         heartbeat_at: None,
         subscribed_once: false,
@@ -245,6 +246,8 @@ struct ExecutorSupervisor {
     live: BTreeMap<String, TaskState>,
     /// Per task, the uuids of its updates sent on and not yet acknowledged.
     unacknowledged: BTreeMap<String, VecDeque<Vec<u8>>>,
+    /// Every update uuid sent on (an update comes once).
+    seen: std::collections::HashSet<Vec<u8>>,
     /// The executor's event stream while it is subscribed.
     stream: Option<mpsc::Sender<Event>>,
     /// When the stream's next HEARTBEAT is due.
@@ -638,7 +641,23 @@ impl ExecutorSupervisor {
         accept: crate::codec::ContentType,
     ) -> Result<CallAnswer, CallRefusal> {
         match call.r#type() {
-            call::Type::Subscribe => Ok(CallAnswer::Stream(self.subscribe(accept))),
+            call::Type::Subscribe => {
+                let resent = call.subscribe.map(|s| s.unacknowledged_updates);
+                let events = self.subscribe(accept);
+                // Updates it holds unacknowledged that never reached the
+                // agent (a call lost with its connection) count now; those
+                // that did are not sent twice.
+                for update in resent.into_iter().flatten() {
+                    let status = update.status;
+                    let valid = status.uuid.as_ref().is_some_and(|u| u.len() == 16)
+                        && status.source() == v1::task_status::Source::Executor
+                        && status.state() != TaskState::TaskStaging;
+                    if valid {
+                        self.update(status);
+                    }
+                }
+                Ok(CallAnswer::Stream(events))
+            }
             _ if self.stream.is_none() && !self.subscribed_once => {
                 Err((403, "Executor is not subscribed".to_string()))
             }
@@ -730,6 +749,9 @@ impl ExecutorSupervisor {
     /// uuid; the scheduler's acknowledgement comes back as ACKNOWLEDGED.
     fn update(&mut self, mut status: v1::TaskStatus) {
         let task = status.task_id.value.clone();
+        if status.uuid.as_ref().is_some_and(|u| self.seen.contains(u)) {
+            return; // Sent on already.
+        }
         let Some(last) = self.live.get_mut(&task) else {
             tracing::debug!(framework = %self.key.0, executor = %self.key.1, %task, "update for a task this executor does not run; ignored");
             return;
@@ -742,6 +764,7 @@ impl ExecutorSupervisor {
         status.executor_id = Some(self.executor.executor_id.clone());
         status.timestamp.get_or_insert_with(unix_seconds);
         if let Some(uuid) = &status.uuid {
+            self.seen.insert(uuid.clone());
             self.unacknowledged
                 .entry(task.clone())
                 .or_default()
