@@ -30,9 +30,11 @@
 //! unacknowledged updates. Everything reaches it through its inbox: the
 //! agent's calls (launch, kill, shutdown, message, acknowledgement) and the
 //! executor's own calls, which the HTTP edge hands over through the
-//! [`ExecutorHub`] (calls that need an answer carry a oneshot for it). The
-//! hub's lock and the agent table's lock are each held only to look up or
-//! change their maps, never together and never across an await.
+//! [`ExecutorHub`] (calls that need an answer carry a oneshot for it).
+//! Locks: the agent's table, then the hub's map (a launch that starts an
+//! executor registers it in the hub while it holds the table), never the
+//! other way round; each only to look up or change its maps, never across
+//! an await.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::SocketAddr;
