@@ -657,7 +657,6 @@ impl Master {
         self.executor_holds.insert(
             key,
             super::state::ExecutorHold {
-                agent: agent.to_string(),
                 role: role.to_string(),
                 resources,
                 allocations: Vec::new(),
@@ -730,7 +729,7 @@ impl Master {
         )) else {
             return;
         };
-        if let Some(a) = self.agents.get_mut(&hold.agent) {
+        if let Some(a) = self.agents.get_mut(agent) {
             a.give_back(&hold.resources);
         }
         for allocation in hold.allocations {
@@ -754,14 +753,11 @@ impl Master {
         if let (Some(executor), Some(agent)) = (starts_executor, agent) {
             let key = (framework.clone(), executor, agent);
             if let Some(hold) = self.executor_holds.get(&key) {
-                let (agent, role, resources) = (
-                    hold.agent.clone(),
-                    hold.role.clone(),
-                    hold.resources.clone(),
-                );
-                let base = executor_allocation_id(&framework, &key.1, &agent);
+                let (role, resources) = (hold.role.clone(), hold.resources.clone());
+                let (executor, agent) = (&key.1, &key.2);
+                let base = executor_allocation_id(&framework, executor, agent);
                 let allocations =
-                    self.allocate_in_core(&framework, &role, &agent, &resources, &base);
+                    self.allocate_in_core(&framework, &role, agent, &resources, &base);
                 if let Some(hold) = self.executor_holds.get_mut(&key) {
                     hold.allocations = allocations;
                 }

@@ -220,13 +220,7 @@ where
     T: prost::Message + prost_reflect::ReflectMessage + Default,
 {
     if *method != Method::POST {
-        let mut r = text(
-            StatusCode::METHOD_NOT_ALLOWED,
-            format!("Expecting one of {{ 'POST' }}, but received '{method}'"),
-        );
-        r.headers_mut()
-            .insert(header::ALLOW, HeaderValue::from_static("POST"));
-        return Err(Box::new(r));
+        return Err(Box::new(post_only(method)));
     }
     if !admits(&edge.token, headers) {
         let mut r = text(StatusCode::UNAUTHORIZED, "Unauthorized");
@@ -237,6 +231,17 @@ where
         return Err(Box::new(r));
     }
     decode_body(headers, body)
+}
+
+/// 405 for an endpoint that takes only POST.
+fn post_only(method: &Method) -> Response {
+    let mut r = text(
+        StatusCode::METHOD_NOT_ALLOWED,
+        format!("Expecting one of {{ 'POST' }}, but received '{method}'"),
+    );
+    r.headers_mut()
+        .insert(header::ALLOW, HeaderValue::from_static("POST"));
+    r
 }
 
 /// The body of a POST as a message of its `Content-Type`'s encoding.
@@ -539,13 +544,7 @@ async fn executor_api(
 ) -> Response {
     use crate::v1::executor::{Call as ExecCall, call::Type as ExecType};
     if method != Method::POST {
-        let mut r = text(
-            StatusCode::METHOD_NOT_ALLOWED,
-            format!("Expecting one of {{ 'POST' }}, but received '{method}'"),
-        );
-        r.headers_mut()
-            .insert(header::ALLOW, HeaderValue::from_static("POST"));
-        return r;
+        return post_only(&method);
     }
     let call: ExecCall = match decode_body(&headers, &body) {
         Ok(c) => c,

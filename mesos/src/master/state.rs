@@ -220,8 +220,6 @@ impl Agent {
 /// apart from its tasks'.
 #[derive(Debug, Clone)]
 pub struct ExecutorHold {
-    /// Agent id.
-    pub agent: String,
     /// The role they were offered to.
     pub role: String,
     /// The executor's resources.
