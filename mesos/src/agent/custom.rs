@@ -108,13 +108,9 @@ impl ExecutorHub {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Hands a validated call to its executor's supervisor (`accept`: the
-    /// stream's encoding, for SUBSCRIBE).
-    pub async fn call(
-        &self,
-        call: Call,
-        accept: crate::codec::ContentType,
-    ) -> Result<CallAnswer, CallRefusal> {
+    /// Hands a validated call to its executor's supervisor (the HTTP edge
+    /// encodes a SUBSCRIBE's stream).
+    pub async fn call(&self, call: Call) -> Result<CallAnswer, CallRefusal> {
         let key = (
             call.framework_id.value.clone(),
             call.executor_id.value.clone(),
@@ -134,7 +130,6 @@ impl ExecutorHub {
         inbox
             .send(Input::Call {
                 call: Box::new(call),
-                accept,
                 reply,
             })
             .map_err(|_| gone())?;
@@ -169,7 +164,6 @@ pub(super) enum Input {
     /// A call of the executor's.
     Call {
         call: Box<Call>,
-        accept: crate::codec::ContentType,
         reply: oneshot::Sender<Result<CallAnswer, CallRefusal>>,
     },
     /// The framework is gone: shut down, report nothing.
@@ -463,12 +457,8 @@ impl ExecutorSupervisor {
                 });
             }
             Input::Acknowledged { task, uuid } => self.acknowledged(&task, uuid),
-            Input::Call {
-                call,
-                accept,
-                reply,
-            } => {
-                let answer = self.executor_call(*call, accept);
+            Input::Call { call, reply } => {
+                let answer = self.executor_call(*call);
                 let _ = reply.send(answer);
             }
             Input::Discard => {
@@ -637,15 +627,11 @@ impl ExecutorSupervisor {
     }
 
     /// A call of the executor's (validated by the edge).
-    fn executor_call(
-        &mut self,
-        call: Call,
-        accept: crate::codec::ContentType,
-    ) -> Result<CallAnswer, CallRefusal> {
+    fn executor_call(&mut self, call: Call) -> Result<CallAnswer, CallRefusal> {
         match call.r#type() {
             call::Type::Subscribe => {
                 let resent = call.subscribe.map(|s| s.unacknowledged_updates);
-                let events = self.subscribe(accept);
+                let events = self.subscribe();
                 // Updates it holds unacknowledged that never reached the
                 // agent (a call lost with its connection) count now; those
                 // that did are not sent twice.
@@ -686,7 +672,7 @@ impl ExecutorSupervisor {
     /// SUBSCRIBE: a new stream (an older one closes), SUBSCRIBED first,
     /// then the tasks that waited. An executor being shut down gets SHUTDOWN
     /// alone, and the stream ends, as upstream answers it.
-    fn subscribe(&mut self, _accept: crate::codec::ContentType) -> mpsc::Receiver<Event> {
+    fn subscribe(&mut self) -> mpsc::Receiver<Event> {
         let (sender, events) = mpsc::channel(STREAM_CAPACITY);
         if self.shutting_down {
             let _ = sender.try_send(Event {

@@ -575,7 +575,7 @@ async fn executor_api(
     let Some(hub) = &edge.executors else {
         return text(StatusCode::BAD_REQUEST, "Framework cannot be found");
     };
-    match hub.call(call, accept).await {
+    match hub.call(call).await {
         Ok(CallAnswer::Accepted) => StatusCode::ACCEPTED.into_response(),
         Ok(CallAnswer::Stream(events)) => event_stream(events, accept, "", |_| None),
         Err((status, message)) => text(
