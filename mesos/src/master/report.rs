@@ -9,7 +9,7 @@ use tokio::sync::oneshot;
 
 use super::framework::Framework;
 use super::state::{Master, seconds};
-use super::tasks::{is_terminal, state_name};
+use super::tasks::state_name;
 use crate::resources::Resources;
 use crate::v1;
 
@@ -373,7 +373,7 @@ impl Master {
         put("master/outstanding_offers", self.offers.len() as f64);
         let mut by_state: BTreeMap<&str, f64> = BTreeMap::new();
         for t in self.tasks.values() {
-            if !is_terminal(t.state) {
+            if !t.state.is_terminal() {
                 *by_state.entry(state_name(t.state)).or_default() += 1.0;
             }
         }

@@ -12,23 +12,6 @@ use crate::v1;
 use crate::v1::scheduler::call::Type as CallType;
 use crate::v1::scheduler::{Call, Event, event};
 
-/// True for a terminal task state.
-pub fn is_terminal(state: v1::TaskState) -> bool {
-    use v1::TaskState::*;
-    matches!(
-        state,
-        TaskFinished
-            | TaskFailed
-            | TaskKilled
-            | TaskError
-            | TaskLost
-            | TaskDropped
-            | TaskGone
-            | TaskGoneByOperator
-            | TaskUnknown
-    )
-}
-
 /// Mesos' name of a task state (`TASK_RUNNING`).
 pub fn state_name(state: v1::TaskState) -> &'static str {
     state.as_str_name()
@@ -158,7 +141,7 @@ impl Master {
                     tracing::debug!(framework = %framework_id, task = %key.1, "status update for a task the master does not know");
                     return;
                 };
-                if task.agent != agent_id || is_terminal(task.state) {
+                if task.agent != agent_id || task.state.is_terminal() {
                     // Late updates of an ended task (or from another agent) are dropped.
                     return;
                 }
@@ -176,7 +159,7 @@ impl Master {
                 }
                 task.state = state;
                 task.statuses.push((*status).clone());
-                if is_terminal(state) {
+                if state.is_terminal() {
                     *self
                         .counters
                         .tasks_terminal
@@ -321,7 +304,10 @@ impl Master {
             self.counters.invalid_acknowledgements += 1;
             return;
         }
-        let terminal = t.stream.in_flight().is_some_and(|s| is_terminal(s.state()));
+        let terminal = t
+            .stream
+            .in_flight()
+            .is_some_and(|s| s.state().is_terminal());
         let (action, matched) = t.stream.acknowledge(&ack.uuid, now, true);
         if !matched {
             self.counters.invalid_acknowledgements += 1;
@@ -373,7 +359,7 @@ impl Master {
         let key = (framework.to_string(), task.to_string());
         let now = self.now();
         if let Some(t) = self.tasks.get_mut(&key)
-            && !is_terminal(t.state)
+            && !t.state.is_terminal()
         {
             let state = v1::TaskState::TaskKilled;
             let mut status = master_status(
@@ -447,7 +433,7 @@ impl Master {
             );
             return;
         };
-        if kill.agent_id.as_ref().is_some_and(|a| a.value != t.agent) || is_terminal(t.state) {
+        if kill.agent_id.as_ref().is_some_and(|a| a.value != t.agent) || t.state.is_terminal() {
             return;
         }
         let grace = kill
@@ -603,7 +589,7 @@ impl Master {
         let Some(t) = self.tasks.get_mut(&key) else {
             return;
         };
-        if is_terminal(t.state) {
+        if t.state.is_terminal() {
             return;
         }
         let mut status = master_status(
@@ -647,7 +633,7 @@ mod tests {
             TaskKilling,
             TaskUnreachable,
         ] {
-            assert!(!is_terminal(s), "{s:?}");
+            assert!(!s.is_terminal(), "{s:?}");
         }
         for s in [
             TaskFinished,
@@ -660,7 +646,7 @@ mod tests {
             TaskGoneByOperator,
             TaskUnknown,
         ] {
-            assert!(is_terminal(s), "{s:?}");
+            assert!(s.is_terminal(), "{s:?}");
         }
     }
 }

@@ -33,7 +33,7 @@ use serde_json::Value;
 use unisched_core::PartitionSnapshot;
 use unisched_mesos::resources::Resources;
 
-use super::frameworks::{Conn, Fw, core_scalars, is_terminal};
+use super::frameworks::{Conn, Fw, core_scalars};
 use super::sim::MesosSim;
 
 /// The node attribute naming the agent of a pool's node (the master's
@@ -87,7 +87,7 @@ fn ids(list: Option<&Value>, key: &str) -> BTreeSet<String> {
 pub fn holds(t: &super::frameworks::FwTask) -> bool {
     t.master_terminal.is_none()
         && t.terminal().is_none()
-        && !t.emitted.iter().any(|(s, _)| is_terminal(*s))
+        && !t.emitted.iter().any(|(s, _)| s.is_terminal())
 }
 
 impl MesosSim {

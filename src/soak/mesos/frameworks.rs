@@ -228,7 +228,7 @@ impl FwTask {
         self.received
             .iter()
             .map(|(s, _)| *s)
-            .find(|s| is_terminal(*s))
+            .find(|s| s.is_terminal())
     }
 
     /// Its terminal update was acknowledged: the master forgot it.
@@ -355,23 +355,6 @@ pub struct Fw {
     pub op_acks: Vec<PendingAck>,
     /// Operation statuses received with a uuid (retries included).
     pub op_statuses_seen: u64,
-}
-
-/// True for a terminal task state.
-pub fn is_terminal(s: TaskState) -> bool {
-    use TaskState::*;
-    matches!(
-        s,
-        TaskFinished
-            | TaskFailed
-            | TaskKilled
-            | TaskError
-            | TaskLost
-            | TaskDropped
-            | TaskGone
-            | TaskGoneByOperator
-            | TaskUnknown
-    )
 }
 
 /// The pool of a resource (its provider), as the master splits an agent.

@@ -959,9 +959,7 @@ impl MesosSim {
             for t in f.tasks.values_mut().filter(|t| t.agent == id) {
                 let ended = t.master_terminal.is_some()
                     || t.terminal().is_some()
-                    || t.emitted
-                        .iter()
-                        .any(|(s, _)| super::frameworks::is_terminal(*s));
+                    || t.emitted.iter().any(|(s, _)| s.is_terminal());
                 if !ended {
                     t.master_terminal = Some(lost_state(aware));
                 }
