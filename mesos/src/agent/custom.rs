@@ -36,7 +36,7 @@
 //! other way round; each only to look up or change its maps, never across
 //! an await.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -48,7 +48,9 @@ use tokio::process::Child;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
-use super::process::{End, Shared, check_containers, mount_volumes, prepare_sandbox, spawn};
+use super::process::{
+    End, Shared, check_containers, command_environment, mount_volumes, prepare_sandbox, spawn,
+};
 use super::simulated::{task_status, unix_seconds};
 use super::{AgentUpdate, Launch};
 use crate::v1;
@@ -77,7 +79,7 @@ type Key = (String, String);
 #[derive(Debug)]
 pub struct ExecutorHub {
     /// `ip:port` executors are told to call (`MESOS_AGENT_ENDPOINT`).
-    endpoint: String,
+    endpoint: SocketAddr,
     executors: Mutex<HashMap<Key, mpsc::UnboundedSender<Input>>>,
 }
 
@@ -97,7 +99,7 @@ impl ExecutorHub {
     /// A hub whose executors call the agent at `endpoint`.
     pub fn new(endpoint: SocketAddr) -> Arc<Self> {
         Arc::new(Self {
-            endpoint: endpoint.to_string(),
+            endpoint,
             executors: Mutex::new(HashMap::new()),
         })
     }
@@ -205,7 +207,7 @@ pub(super) fn start(
         run_dir,
         grace,
         queued: Vec::new(),
-        live: BTreeMap::new(),
+        live: BTreeSet::new(),
         unacknowledged: BTreeMap::new(),
         seen: std::collections::HashSet::new(),
         stream: None,
@@ -238,8 +240,8 @@ struct ExecutorSupervisor {
     grace: Duration,
     /// Tasks waiting for the executor to subscribe.
     queued: Vec<v1::TaskInfo>,
-    /// Tasks handed to the executor and not ended, with their last state.
-    live: BTreeMap<String, TaskState>,
+    /// Tasks handed to the executor and not ended.
+    live: BTreeSet<String>,
     /// Per task, the uuids of its updates sent on and not yet acknowledged.
     unacknowledged: BTreeMap<String, VecDeque<Vec<u8>>>,
     /// Every update uuid sent on (an update comes once).
@@ -500,8 +502,7 @@ impl ExecutorSupervisor {
 
     fn hand_over(&mut self, task: v1::TaskInfo) {
         self.ever_sent = true;
-        self.live
-            .insert(task.task_id.value.clone(), TaskState::TaskStaging);
+        self.live.insert(task.task_id.value.clone());
         self.event(Event {
             r#type: Some(event::Type::Launch as i32),
             launch: Some(event::Launch { task }),
@@ -534,7 +535,7 @@ impl ExecutorSupervisor {
         if self.queued.iter().any(|t| t.task_id.value == task) {
             return self.kill_queued(task);
         }
-        if !self.live.contains_key(task) {
+        if !self.live.contains(task) {
             return;
         }
         let nanoseconds = i64::try_from(grace.as_nanos()).unwrap_or(i64::MAX);
@@ -646,9 +647,7 @@ impl ExecutorSupervisor {
                 }
                 Ok(CallAnswer::Stream(events))
             }
-            _ if self.stream.is_none() && !self.subscribed_once => {
-                Err((403, "Executor is not subscribed".to_string()))
-            }
+            _ if !self.subscribed_once => Err((403, "Executor is not subscribed".to_string())),
             call::Type::Update => {
                 let status = call.update.map(|u| u.status).unwrap_or_default();
                 self.update(status);
@@ -701,19 +700,11 @@ impl ExecutorSupervisor {
                 executor_info: executor,
                 framework_info: self.framework.clone(),
                 agent_info: v1::AgentInfo {
-                    hostname: self
-                        .hub
-                        .endpoint
-                        .rsplit_once(':')
-                        .map_or(self.hub.endpoint.clone(), |(h, _)| h.to_string()),
+                    hostname: self.hub.endpoint.ip().to_string(),
                     id: Some(v1::AgentId {
                         value: self.shared.agent_id.clone(),
                     }),
-                    port: self
-                        .hub
-                        .endpoint
-                        .rsplit_once(':')
-                        .and_then(|(_, p)| p.parse().ok()),
+                    port: Some(i32::from(self.hub.endpoint.port())),
                     ..Default::default()
                 },
                 container_id: Some(v1::ContainerId {
@@ -740,12 +731,11 @@ impl ExecutorSupervisor {
         if status.uuid.as_ref().is_some_and(|u| self.seen.contains(u)) {
             return; // Sent on already.
         }
-        let Some(last) = self.live.get_mut(&task) else {
+        if !self.live.contains(&task) {
             tracing::debug!(framework = %self.key.0, executor = %self.key.1, %task, "update for a task this executor does not run; ignored");
             return;
-        };
+        }
         let state = status.state();
-        *last = state;
         status.agent_id = Some(v1::AgentId {
             value: self.shared.agent_id.clone(),
         });
@@ -777,7 +767,7 @@ impl ExecutorSupervisor {
             .queued
             .drain(..)
             .map(|t| t.task_id.value)
-            .chain(std::mem::take(&mut self.live).into_keys())
+            .chain(std::mem::take(&mut self.live))
             .collect();
         for task in tasks {
             self.report(
@@ -882,7 +872,7 @@ impl ExecutorSupervisor {
             ("MESOS_SLAVE_ID".to_string(), self.shared.agent_id.clone()),
             (
                 "MESOS_AGENT_ENDPOINT".to_string(),
-                self.hub.endpoint.clone(),
+                self.hub.endpoint.to_string(),
             ),
             ("MESOS_DIRECTORY".to_string(), directory.clone()),
             ("MESOS_SANDBOX".to_string(), directory),
@@ -893,16 +883,7 @@ impl ExecutorSupervisor {
                 mesos_duration(self.grace),
             ),
         ];
-        for variable in command.environment.iter().flat_map(|e| &e.variables) {
-            if variable.r#type() == v1::environment::variable::Type::Secret {
-                tracing::warn!(executor = %self.key.1, name = %variable.name, "secret environment variables are not supported by the embedded agent; skipped");
-                continue;
-            }
-            env.push((
-                variable.name.clone(),
-                variable.value.clone().unwrap_or_default(),
-            ));
-        }
+        env.extend(command_environment(command, &self.key.1));
         env
     }
 }

@@ -755,16 +755,7 @@ impl Supervisor {
         {
             env.push(("MESOS_ALLOCATION_ROLE".to_string(), role));
         }
-        for variable in command.environment.iter().flat_map(|e| &e.variables) {
-            if variable.r#type() == v1::environment::variable::Type::Secret {
-                tracing::warn!(task = %self.task_id, name = %variable.name, "secret environment variables are not supported by the embedded agent; skipped");
-                continue;
-            }
-            env.push((
-                variable.name.clone(),
-                variable.value.clone().unwrap_or_default(),
-            ));
-        }
+        env.extend(command_environment(command, &self.task_id));
         env
     }
 
@@ -1129,6 +1120,23 @@ pub(super) fn spawn(
         .process_group(0)
         .kill_on_drop(true);
     process.spawn()
+}
+
+/// A command's own environment variables (`who` names the task or
+/// executor in the warning for a secret one, which is skipped).
+pub(super) fn command_environment(command: &v1::CommandInfo, who: &str) -> Vec<(String, String)> {
+    let mut env = Vec::new();
+    for variable in command.environment.iter().flat_map(|e| &e.variables) {
+        if variable.r#type() == v1::environment::variable::Type::Secret {
+            tracing::warn!(%who, name = %variable.name, "secret environment variables are not supported by the embedded agent; skipped");
+            continue;
+        }
+        env.push((
+            variable.name.clone(),
+            variable.value.clone().unwrap_or_default(),
+        ));
+    }
+    env
 }
 
 /// Appends to a file, ignoring failure.
