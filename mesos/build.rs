@@ -19,6 +19,7 @@ const PROTOS: &[&str] = &[
     "mesos/v1/maintenance/maintenance.proto",
     "mesos/v1/quota/quota.proto",
     "mesos/v1/master/master.proto",
+    "mesos/internal/messages.proto",
 ];
 
 /// Rust module (under the crate root) of each proto package.
@@ -31,6 +32,7 @@ const PACKAGES: &[(&str, &str)] = &[
     ("mesos.v1.maintenance", "crate::v1::maintenance"),
     ("mesos.v1.quota", "crate::v1::quota"),
     ("mesos.v1.master", "crate::v1::master"),
+    ("mesos.internal", "crate::internal"),
 ];
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -109,4 +109,13 @@ pub mod v1 {
     }
 }
 
+/// Package `mesos.internal`: the messages of Mesos' older (libprocess)
+/// scheduler protocol that the master serves beside the v1 API
+/// ([`master::libprocess`]).
+pub mod internal {
+    #![allow(missing_docs, clippy::all, clippy::pedantic)]
+
+    include!(concat!(env!("OUT_DIR"), "/mesos.internal.rs"));
+}
+
 include!(concat!(env!("OUT_DIR"), "/mesos_reflect.rs"));

@@ -10,7 +10,10 @@
 //!   the agent's address read from each offer's `url`.
 //! - mesos-go (the Mesos project's Go bindings, Debian's
 //!   golang-github-mesos-mesos-go-dev 0.0.6): its v1 client, httpsched and
-//!   controller, in protobuf (its default) and in JSON.
+//!   controller, in protobuf (its default) and in JSON; and its v0
+//!   scheduler driver, a Go copy of libmesos' native driver, which speaks
+//!   the older libprocess protocol (`/master/mesos.internal.*` messages)
+//!   as Spark's, Marathon's and the other JVM frameworks' drivers do.
 //!
 //! `.ci/run` installs the first three under `target/` (`pymesos-venv`,
 //! `mesoshttp-venv`, `mesos-framework-node`) and mesos-go with Go from
@@ -360,23 +363,26 @@ async fn mesos_framework_for_node_runs_command_tasks_to_completion() {
     );
 }
 
-/// A GOPATH holding mesos-go's v1 sources, with Go to build against it.
+/// A GOPATH holding mesos-go's v1 and v0 sources, with Go to build
+/// against it.
 fn mesos_go_path() -> Option<PathBuf> {
     let gopath = std::env::var_os("UNISCHED_MESOS_GO_PATH")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/usr/share/gocode"));
-    let sources = gopath.join("src/github.com/mesos/mesos-go/api/v1/lib/httpcli/httpsched");
+    let api = gopath.join("src/github.com/mesos/mesos-go/api");
+    let sources =
+        api.join("v1/lib/httpcli/httpsched").is_dir() && api.join("v0/scheduler").is_dir();
     let go = Command::new("go")
         .arg("version")
         .output()
         .is_ok_and(|o| o.status.success());
-    (go && sources.is_dir()).then_some(gopath)
+    (go && sources).then_some(gopath)
 }
 
-/// Builds `tests/mesos-go/framework.go` (GOPATH mode, against `gopath`)
-/// into `target/mesos-go-framework/`, one program per test so that two
-/// tests never write one file.
-fn build_mesos_go_framework(gopath: &std::path::Path, name: &str) -> PathBuf {
+/// Builds `tests/<source>` (GOPATH mode, against `gopath`) into
+/// `target/mesos-go-framework/`, one program per test so that two tests
+/// never write one file.
+fn build_mesos_go_program(gopath: &std::path::Path, source: &str, name: &str) -> PathBuf {
     let dir = repo_path("../target/mesos-go-framework");
     std::fs::create_dir_all(&dir).expect("the build directory");
     let program = dir.join(name);
@@ -384,7 +390,7 @@ fn build_mesos_go_framework(gopath: &std::path::Path, name: &str) -> PathBuf {
         .arg("build")
         .arg("-o")
         .arg(&program)
-        .arg(repo_path("tests/mesos-go/framework.go"))
+        .arg(repo_path(&format!("tests/{source}")))
         .env("GOPATH", gopath)
         .env("GO111MODULE", "off")
         .env("GOFLAGS", "")
@@ -393,7 +399,7 @@ fn build_mesos_go_framework(gopath: &std::path::Path, name: &str) -> PathBuf {
         .expect("go runs");
     assert!(
         output.status.success(),
-        "the mesos-go framework does not build:\n{}",
+        "{source} does not build:\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
     program
@@ -406,7 +412,7 @@ async fn mesos_go(codec: &str, custom: bool) -> Option<serde_json::Value> {
     let kind = if custom { "custom" } else { "command" };
     let program = tokio::task::spawn_blocking({
         let name = format!("framework-{codec}-{kind}");
-        move || build_mesos_go_framework(&gopath, &name)
+        move || build_mesos_go_program(&gopath, "mesos-go/framework.go", &name)
     })
     .await
     .unwrap();
@@ -463,4 +469,37 @@ async fn mesos_go_runs_tasks_on_its_own_executor_in_protobuf() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mesos_go_runs_tasks_on_its_own_executor_in_json() {
     mesos_go("json", true).await;
+}
+
+/// mesos-go's v0 driver (libprocess messages both ways): its framework
+/// registers, launches the tasks with LaunchTasksMessage, acknowledges each
+/// update to the master, kills a long task, reconciles a task that never
+/// was (TASK_LOST, as the framework is not partition aware), revives, and
+/// unregisters.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mesos_go_v0_driver_runs_command_tasks_over_libprocess() {
+    let Some(gopath) = found("mesos-go", "UNISCHED_REQUIRE_MESOS_GO", mesos_go_path()) else {
+        return;
+    };
+    let program = tokio::task::spawn_blocking(move || {
+        build_mesos_go_program(&gopath, "mesos-go-v0/framework.go", "framework-v0")
+    })
+    .await
+    .unwrap();
+    let framework = Framework {
+        program,
+        args: Vec::new(),
+        env: Vec::new(),
+        dir: None,
+        check_sandboxes: None,
+    };
+    let summary = runs_to_completion("mesos-go-v0", framework).await;
+    assert_eq!(summary["registered"], 1, "{summary}");
+    assert_eq!(summary["killed"], true, "{summary}");
+    assert_eq!(summary["reconciled_unknown_task"], "TASK_LOST", "{summary}");
+    assert_eq!(
+        summary["last_states"]["long-running"], "TASK_KILLED",
+        "{summary}"
+    );
+    assert_eq!(summary["driver_status"], "DRIVER_STOPPED", "{summary}");
 }

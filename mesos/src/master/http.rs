@@ -39,6 +39,7 @@ pub struct Edge {
     token: Option<Arc<str>>,
     stream_capacity: usize,
     executors: Option<Arc<ExecutorHub>>,
+    libprocess: Arc<super::libprocess::Libprocess>,
 }
 
 /// The router of the master's endpoints; with `executors`, also the
@@ -51,6 +52,7 @@ pub fn router(
     executors: Option<Arc<ExecutorHub>>,
 ) -> Router {
     let edge = Edge {
+        libprocess: super::libprocess::Libprocess::new(master.clone(), stream_capacity),
         master,
         token: token.filter(|t| !t.is_empty()).map(Arc::from),
         stream_capacity,
@@ -74,6 +76,7 @@ pub fn router(
         .route("/master/health", get(health))
         .route("/master/redirect", get(redirect))
         .route("/redirect", get(redirect))
+        .route("/{process}/{message}", any(libprocess_message))
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .with_state(edge)
 }
@@ -336,6 +339,13 @@ async fn scheduler(
                 "Expecting 'Accept' to allow 'application/x-protobuf' or 'application/json'",
             );
         }
+    }
+    if let Some(f) = &call.framework_id
+        && edge.libprocess.serves(&f.value)
+    {
+        // Registered over libprocess: its calls come as messages (mesos-go's
+        // v0 driver POSTs some here; Mesos answers so too).
+        return text(StatusCode::FORBIDDEN, "Framework is not connected via HTTP");
     }
     outcome(edge.master.call(call, stream_id_of(&headers)).await)
 }
@@ -611,6 +621,32 @@ fn subscribe_stream(
             }) as Box<dyn FnOnce() + Send>
         })
     })
+}
+
+/// A libprocess message (`/master/mesos.internal.RegisterFrameworkMessage`,
+/// ...): the older scheduler protocol of libmesos' native driver. It cannot
+/// carry the `--token`, so with one set it is refused.
+async fn libprocess_message(
+    State(edge): State<Edge>,
+    Path((process, message)): Path<(String, String)>,
+    method: Method,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if edge.token.is_some() && super::libprocess::sender(&headers).is_some() {
+        return text(
+            StatusCode::UNAUTHORIZED,
+            "This master requires a token (--token), which the libprocess protocol cannot carry; use the v1 scheduler API (/api/v1/scheduler)",
+        );
+    }
+    let (status, reason) = edge
+        .libprocess
+        .receive(&process, &message, &method, &headers, &body);
+    if reason.is_empty() {
+        status.into_response()
+    } else {
+        text(status, reason)
+    }
 }
 
 async fn state(State(edge): State<Edge>) -> Response {

@@ -50,6 +50,7 @@ pub mod config;
 mod feedback;
 pub mod framework;
 pub mod http;
+pub mod libprocess;
 mod offer_book;
 mod offer_wire;
 mod offers;

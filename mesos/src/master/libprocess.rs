@@ -1,0 +1,920 @@
+//! Mesos' older scheduler protocol, which frameworks on libmesos' native
+//! scheduler driver (Spark's and Flink's Mesos back ends, Marathon,
+//! Aurora, Chronos) and mesos-go's v0 driver speak: libprocess messages.
+//!
+//! A libprocess message is one HTTP POST to `/<process>/<message name>`
+//! (`/master/mesos.internal.RegisterFrameworkMessage`), its body the
+//! message in protobuf, its sender's process named by the `Libprocess-From`
+//! header (or a `User-Agent` of `libprocess/<pid>`), a pid being
+//! `<id>@<host>:<port>`. There are no responses to wait for: the receiver
+//! answers 202 at once and the reply, if any, is a message of its own, sent
+//! the same way to the sender's pid.
+//!
+//! Each registered scheduler is a **session** of this edge, which plays a
+//! v1 client of the master on its behalf: its registration becomes a
+//! SUBSCRIBE (through [`MasterHandle::subscribe`], so failover, failover
+//! timeouts, offers and updates are the master's, shared with HTTP
+//! frameworks), its messages become v1 calls on the subscription's stream
+//! id, and the stream's events become the messages a v0 driver installs
+//! (`FrameworkRegisteredMessage`, `ResourceOffersMessage`,
+//! `StatusUpdateMessage`, ...), POSTed in order to the scheduler's pid.
+//!
+//! Ownership: one tokio task a session owns the subscription's receiver,
+//! the outgoing messages and the link to the scheduler (a TCP connection
+//! held open to its pid's address: when it closes and the address no
+//! longer takes connections, the scheduler has exited, as libprocess'
+//! `exited` says, and the framework is disconnected: its failover timeout
+//! starts). The table of sessions (by pid and by framework id) is behind a
+//! plain mutex taken only for lookups and updates, never across an await;
+//! handlers reach a session through its control channel.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::http::{HeaderMap, Method, StatusCode};
+use prost::Message as _;
+use tokio::io::AsyncReadExt;
+use tokio::sync::{mpsc, oneshot};
+
+use super::{CallError, CallOutcome, Input, MasterHandle};
+use crate::internal as msg;
+use crate::v1;
+use crate::v1::scheduler::call::Type as CallType;
+use crate::v1::scheduler::event::Type as EventType;
+use crate::v1::scheduler::{Call, Event, call};
+
+/// A libprocess process address: `<id>@<host>:<port>`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Upid {
+    /// The process id (`scheduler(1)`, `scheduler-<uuid>`).
+    pub id: String,
+    /// Host name or IP address.
+    pub host: String,
+    /// TCP port.
+    pub port: u16,
+}
+
+impl Upid {
+    /// Parses `<id>@<host>:<port>` (an IPv6 host in brackets).
+    pub fn parse(text: &str) -> Option<Upid> {
+        let (id, address) = text.trim().split_once('@')?;
+        let (host, port) = address.rsplit_once(':')?;
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        if id.is_empty() || host.is_empty() || id.contains('/') {
+            return None;
+        }
+        Some(Upid {
+            id: id.to_string(),
+            host: host.to_string(),
+            port: port.parse().ok().filter(|p| *p != 0)?,
+        })
+    }
+
+    /// The URL a message named `name` is POSTed to.
+    fn url(&self, name: &str) -> String {
+        if self.host.contains(':') {
+            format!("http://[{}]:{}/{}/{name}", self.host, self.port, self.id)
+        } else {
+            format!("http://{}:{}/{}/{name}", self.host, self.port, self.id)
+        }
+    }
+}
+
+impl std::fmt::Display for Upid {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.host.contains(':') {
+            write!(f, "{}@[{}]:{}", self.id, self.host, self.port)
+        } else {
+            write!(f, "{}@{}:{}", self.id, self.host, self.port)
+        }
+    }
+}
+
+/// The sender of a libprocess message: `Libprocess-From`, else a
+/// `User-Agent` of `libprocess/<pid>`.
+pub fn sender(headers: &HeaderMap) -> Option<Upid> {
+    if let Some(from) = headers.get("Libprocess-From") {
+        return from.to_str().ok().and_then(Upid::parse);
+    }
+    headers
+        .get(axum::http::header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|agent| agent.strip_prefix("libprocess/"))
+        .and_then(Upid::parse)
+}
+
+/// How long one message may take to be taken by the scheduler.
+const SEND_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A pause between two links to a scheduler that closed the last one.
+const RELINK_PAUSE: Duration = Duration::from_millis(100);
+
+/// What a handler asks of a live session.
+enum Control {
+    /// The scheduler registered again from the same pid: answer again.
+    Registered,
+    /// The scheduler deactivated its framework (`stop(failover)`): the
+    /// framework is disconnected, the session ends.
+    Deactivate,
+}
+
+/// How a registration was asked for, which says what its answer is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Registration {
+    /// A new framework, or one failing over: `FrameworkRegisteredMessage`.
+    Registered,
+    /// A framework re-registering: `FrameworkReregisteredMessage`.
+    Reregistered,
+}
+
+/// A session in the table.
+struct Entry {
+    pid: Upid,
+    stream_id: String,
+    framework: Option<String>,
+    control: mpsc::UnboundedSender<Control>,
+}
+
+#[derive(Default)]
+struct Sessions {
+    next: u64,
+    by_key: HashMap<u64, Entry>,
+    by_pid: HashMap<Upid, u64>,
+    by_framework: HashMap<String, u64>,
+}
+
+/// The libprocess edge of the master (one a router).
+pub struct Libprocess {
+    master: MasterHandle,
+    client: reqwest::Client,
+    sessions: Mutex<Sessions>,
+    stream_capacity: usize,
+}
+
+/// The answer to a message: a status and a reason.
+pub type Answer = (StatusCode, String);
+
+fn accepted() -> Answer {
+    (StatusCode::ACCEPTED, String::new())
+}
+
+fn bad(reason: impl Into<String>) -> Answer {
+    (StatusCode::BAD_REQUEST, reason.into())
+}
+
+fn decode<M: prost::Message + Default>(name: &str, body: &[u8]) -> Result<M, Answer> {
+    M::decode(body).map_err(|e| bad(format!("Failed to parse {name}: {e}")))
+}
+
+fn new_call(kind: CallType, framework: &v1::FrameworkId) -> Call {
+    Call {
+        framework_id: Some(framework.clone()),
+        r#type: Some(kind as i32),
+        ..Default::default()
+    }
+}
+
+impl Libprocess {
+    /// The edge for `master`; each session's subscription holds
+    /// `stream_capacity` events.
+    pub fn new(master: MasterHandle, stream_capacity: usize) -> Arc<Self> {
+        // A connection a message: a scheduler's server may close a kept
+        // connection at any moment (mesos-go's closes them as it answers),
+        // and a message sent on one it is closing is lost with no way to
+        // tell whether it arrived. A refused connection then means the
+        // scheduler is gone.
+        let client = reqwest::Client::builder()
+            .timeout(SEND_TIMEOUT)
+            .pool_max_idle_per_host(0)
+            .build()
+            .unwrap_or_default();
+        Arc::new(Libprocess {
+            master,
+            client,
+            sessions: Mutex::new(Sessions::default()),
+            stream_capacity,
+        })
+    }
+
+    fn sessions(&self) -> std::sync::MutexGuard<'_, Sessions> {
+        // A panic elsewhere while holding the lock leaves the table whole
+        // (each update is one insert or remove): go on with it.
+        self.sessions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// This master's pid, as every message it sends names it.
+    fn pid(&self) -> String {
+        self.master
+            .info()
+            .pid
+            .clone()
+            .unwrap_or_else(|| format!("master@127.0.0.1:{}", self.master.info().port))
+    }
+
+    /// Takes one message POSTed to `/<process>/<name>`.
+    pub fn receive(
+        self: &Arc<Self>,
+        process: &str,
+        name: &str,
+        method: &Method,
+        headers: &HeaderMap,
+        body: &[u8],
+    ) -> Answer {
+        if method != Method::POST {
+            return (StatusCode::NOT_FOUND, String::new());
+        }
+        let Some(from) = sender(headers) else {
+            return bad("Failed to determine sender from request headers");
+        };
+        if process != "master" && !is_agent_process(process) {
+            return (
+                StatusCode::NOT_FOUND,
+                format!("no process '{process}' here"),
+            );
+        }
+        tracing::debug!(%from, name, "libprocess message");
+        match name {
+            "mesos.internal.RegisterFrameworkMessage" => {
+                let m: msg::RegisterFrameworkMessage = match decode(name, body) {
+                    Ok(m) => m,
+                    Err(a) => return a,
+                };
+                self.register(from, subscribe_of(m.framework), None)
+            }
+            "mesos.internal.ReregisterFrameworkMessage" => {
+                let m: msg::ReregisterFrameworkMessage = match decode(name, body) {
+                    Ok(m) => m,
+                    Err(a) => return a,
+                };
+                self.register(from, subscribe_of(m.framework), Some(m.failover))
+            }
+            "mesos.scheduler.Call" => {
+                let call: Call = match decode(name, body) {
+                    Ok(c) => c,
+                    Err(a) => return a,
+                };
+                if let Err(e) = super::http::validate_call(&call) {
+                    return bad(format!("Failed to validate scheduler::Call: {e}"));
+                }
+                if call.r#type() == CallType::Subscribe {
+                    let force = msg::SchedulerCallForce::decode(body)
+                        .ok()
+                        .and_then(|c| c.subscribe)
+                        .and_then(|s| s.force);
+                    return self.register(from, call.subscribe.unwrap_or_default(), force);
+                }
+                self.forward(&from, call)
+            }
+            _ => match self.translate(name, body) {
+                Ok(Some(call)) => self.forward(&from, call),
+                Ok(None) => self.deactivate(&from, body),
+                Err(a) => a,
+            },
+        }
+    }
+
+    /// The v1 call of an old-style message (`None` for a deactivation).
+    fn translate(&self, name: &str, body: &[u8]) -> Result<Option<Call>, Answer> {
+        let call = match name {
+            "mesos.internal.UnregisterFrameworkMessage" => {
+                let m: msg::UnregisterFrameworkMessage = decode(name, body)?;
+                new_call(CallType::Teardown, &m.framework_id)
+            }
+            "mesos.internal.DeactivateFrameworkMessage" => {
+                decode::<msg::DeactivateFrameworkMessage>(name, body)?;
+                return Ok(None);
+            }
+            "mesos.internal.ResourceRequestMessage" => {
+                let m: msg::ResourceRequestMessage = decode(name, body)?;
+                Call {
+                    request: Some(call::Request {
+                        requests: m.requests,
+                    }),
+                    ..new_call(CallType::Request, &m.framework_id)
+                }
+            }
+            "mesos.internal.LaunchTasksMessage" => {
+                let m: msg::LaunchTasksMessage = decode(name, body)?;
+                // Upstream turns it into an ACCEPT of one LAUNCH; with no
+                // tasks that is a decline with the message's filters.
+                let operations = if m.tasks.is_empty() {
+                    Vec::new()
+                } else {
+                    vec![v1::offer::Operation {
+                        r#type: Some(v1::offer::operation::Type::Launch as i32),
+                        launch: Some(v1::offer::operation::Launch {
+                            task_infos: m.tasks,
+                        }),
+                        ..Default::default()
+                    }]
+                };
+                Call {
+                    accept: Some(call::Accept {
+                        offer_ids: m.offer_ids,
+                        operations,
+                        filters: Some(m.filters),
+                    }),
+                    ..new_call(CallType::Accept, &m.framework_id)
+                }
+            }
+            "mesos.internal.ReviveOffersMessage" => {
+                let m: msg::ReviveOffersMessage = decode(name, body)?;
+                Call {
+                    revive: Some(call::Revive { roles: m.roles }),
+                    ..new_call(CallType::Revive, &m.framework_id)
+                }
+            }
+            "mesos.internal.KillTaskMessage" => {
+                let m: msg::KillTaskMessage = decode(name, body)?;
+                Call {
+                    kill: Some(call::Kill {
+                        task_id: m.task_id,
+                        agent_id: None,
+                        kill_policy: m.kill_policy,
+                    }),
+                    ..new_call(CallType::Kill, &m.framework_id)
+                }
+            }
+            "mesos.internal.StatusUpdateAcknowledgementMessage" => {
+                let m: msg::StatusUpdateAcknowledgementMessage = decode(name, body)?;
+                Call {
+                    acknowledge: Some(call::Acknowledge {
+                        agent_id: m.slave_id,
+                        task_id: m.task_id,
+                        uuid: m.uuid,
+                    }),
+                    ..new_call(CallType::Acknowledge, &m.framework_id)
+                }
+            }
+            "mesos.internal.FrameworkToExecutorMessage" => {
+                let m: msg::FrameworkToExecutorMessage = decode(name, body)?;
+                Call {
+                    message: Some(call::Message {
+                        agent_id: m.slave_id,
+                        executor_id: m.executor_id,
+                        data: m.data,
+                    }),
+                    ..new_call(CallType::Message, &m.framework_id)
+                }
+            }
+            "mesos.internal.ReconcileTasksMessage" => {
+                let m: msg::ReconcileTasksMessage = decode(name, body)?;
+                let tasks = m
+                    .statuses
+                    .into_iter()
+                    .map(|s| call::reconcile::Task {
+                        task_id: s.task_id,
+                        agent_id: s.agent_id,
+                    })
+                    .collect();
+                Call {
+                    reconcile: Some(call::Reconcile { tasks }),
+                    ..new_call(CallType::Reconcile, &m.framework_id)
+                }
+            }
+            _ => return Err(bad(format!("Unknown message '{name}'"))),
+        };
+        super::http::validate_call(&call)
+            .map_err(|e| bad(format!("Failed to validate {name}: {e}")))?;
+        Ok(Some(call))
+    }
+
+    /// The session of `framework`, if `from` is its scheduler.
+    fn session_of(&self, from: &Upid, framework: &str) -> Result<(String, String), Answer> {
+        let sessions = self.sessions();
+        let entry = sessions
+            .by_framework
+            .get(framework)
+            .and_then(|k| sessions.by_key.get(k));
+        match entry {
+            Some(e) if &e.pid == from => Ok((framework.to_string(), e.stream_id.clone())),
+            Some(e) => {
+                tracing::warn!(%from, framework, registered = %e.pid, "libprocess: a message not from the framework's scheduler, dropped");
+                Err((
+                    StatusCode::FORBIDDEN,
+                    format!(
+                        "Framework {framework} is registered from {}, not {from}",
+                        e.pid
+                    ),
+                ))
+            }
+            None => {
+                tracing::warn!(%from, framework, "libprocess: a message of a framework not registered here, dropped");
+                Err((
+                    StatusCode::FORBIDDEN,
+                    format!("Framework {framework} is not registered from {from}"),
+                ))
+            }
+        }
+    }
+
+    /// Hands a call of a registered scheduler to the master, in the order
+    /// messages came; its outcome is logged (a libprocess sender reads no
+    /// answers).
+    fn forward(&self, from: &Upid, call: Call) -> Answer {
+        let framework = call
+            .framework_id
+            .as_ref()
+            .map(|f| f.value.clone())
+            .unwrap_or_default();
+        let (framework, stream_id) = match self.session_of(from, &framework) {
+            Ok(s) => s,
+            Err(a) => return a,
+        };
+        let kind = call.r#type();
+        let (reply, outcome) = oneshot::channel();
+        if !self.master.send(Input::Call {
+            call: Box::new(call),
+            stream_id: Some(stream_id),
+            reply,
+        }) {
+            return (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the master has stopped".to_string(),
+            );
+        }
+        tokio::spawn(async move {
+            match outcome.await {
+                Ok(Ok(CallOutcome::Accepted | CallOutcome::Ok)) | Err(_) => {}
+                Ok(Err(CallError { status, message })) => {
+                    tracing::warn!(framework, call = ?kind, status, message, "libprocess: a call the master refused");
+                }
+            }
+        });
+        accepted()
+    }
+
+    /// `DeactivateFrameworkMessage`: the scheduler stops for a failover.
+    fn deactivate(&self, from: &Upid, body: &[u8]) -> Answer {
+        let Ok(m) = msg::DeactivateFrameworkMessage::decode(body) else {
+            return bad("Failed to parse DeactivateFrameworkMessage");
+        };
+        if let Err(a) = self.session_of(from, &m.framework_id.value) {
+            return a;
+        }
+        let sessions = self.sessions();
+        if let Some(e) = sessions
+            .by_framework
+            .get(&m.framework_id.value)
+            .and_then(|k| sessions.by_key.get(k))
+        {
+            let _ = e.control.send(Control::Deactivate);
+        }
+        accepted()
+    }
+
+    /// A registration (either message, or a SUBSCRIBE call) from `from`;
+    /// `failover` when the scheduler says it fails over.
+    fn register(
+        self: &Arc<Self>,
+        from: Upid,
+        subscribe: call::Subscribe,
+        failover: Option<bool>,
+    ) -> Answer {
+        let wanted = subscribe
+            .framework_info
+            .id
+            .as_ref()
+            .map(|f| f.value.clone());
+        let kind = match (&wanted, failover) {
+            (None, _) | (Some(_), Some(true)) => Registration::Registered,
+            (Some(_), _) => Registration::Reregistered,
+        };
+        let mut sessions = self.sessions();
+        if let Some(entry) = sessions
+            .by_pid
+            .get(&from)
+            .and_then(|k| sessions.by_key.get(k))
+        {
+            // The same scheduler again: a driver retries its registration
+            // until it is answered. Answer again once subscribed, for the
+            // framework it has; wait for the answer on the way otherwise.
+            match (&entry.framework, &wanted) {
+                (Some(have), Some(w)) if have != w => {}
+                (Some(_), _) => {
+                    let _ = entry.control.send(Control::Registered);
+                    return accepted();
+                }
+                (None, _) => return accepted(),
+            }
+        }
+        let (stream_id, events) = self.master.subscribe(subscribe, self.stream_capacity);
+        let (control, controls) = mpsc::unbounded_channel();
+        sessions.next += 1;
+        let key = sessions.next;
+        sessions.by_key.insert(
+            key,
+            Entry {
+                pid: from.clone(),
+                stream_id: stream_id.clone(),
+                framework: None,
+                control,
+            },
+        );
+        if let Some(old) = sessions.by_pid.insert(from.clone(), key)
+            && let Some(e) = sessions.by_key.get(&old)
+        {
+            // That scheduler's earlier framework is replaced from the same
+            // process: the master fails it over or keeps it as it decides.
+            let _ = e.control.send(Control::Deactivate);
+        }
+        drop(sessions);
+        tracing::info!(%from, framework = ?wanted, "libprocess: a scheduler registers");
+        let edge = Arc::clone(self);
+        tokio::spawn(async move {
+            let session = Session {
+                edge: Arc::clone(&edge),
+                key,
+                pid: from,
+                stream_id,
+                kind,
+                framework: None,
+                agents: HashMap::new(),
+            };
+            session.run(events, controls).await;
+        });
+        accepted()
+    }
+
+    /// True when `framework` is registered through this edge.
+    pub fn serves(&self, framework: &str) -> bool {
+        self.sessions().by_framework.contains_key(framework)
+    }
+}
+
+/// `slave(N)`: an agent's process, to which a driver sends the messages it
+/// has the agent's pid for (an executor's data, acknowledgements).
+fn is_agent_process(process: &str) -> bool {
+    process
+        .strip_prefix("slave(")
+        .and_then(|r| r.strip_suffix(')'))
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+fn subscribe_of(framework_info: v1::FrameworkInfo) -> call::Subscribe {
+    call::Subscribe {
+        framework_info,
+        ..Default::default()
+    }
+}
+
+/// Why a session ended.
+enum End {
+    /// The master closed the subscription (teardown, removal, failover to
+    /// another subscriber, or it stopped): nothing to tell it.
+    ByMaster,
+    /// The scheduler went away or deactivated: its framework is disconnected.
+    ByScheduler,
+}
+
+/// One registered scheduler (see the module's documentation).
+struct Session {
+    edge: Arc<Libprocess>,
+    key: u64,
+    pid: Upid,
+    stream_id: String,
+    kind: Registration,
+    framework: Option<(v1::FrameworkId, v1::MasterInfo)>,
+    /// Agent id → the agent's pid, from the offers seen.
+    agents: HashMap<String, String>,
+}
+
+impl Session {
+    async fn run(
+        mut self,
+        mut events: super::stream::EventReceiver,
+        mut controls: mpsc::UnboundedReceiver<Control>,
+    ) {
+        let link = gone(self.pid.clone());
+        tokio::pin!(link);
+        let end = loop {
+            tokio::select! {
+                event = events.recv_raw() => {
+                    let Some(event) = event else { break End::ByMaster };
+                    if !self.deliver(event.into_event()).await {
+                        break End::ByScheduler;
+                    }
+                }
+                control = controls.recv() => match control {
+                    Some(Control::Registered) => {
+                        if let Some((id, info)) = self.framework.clone()
+                            && !self.send_registered(id, info).await
+                        {
+                            break End::ByScheduler;
+                        }
+                    }
+                    Some(Control::Deactivate) | None => break End::ByScheduler,
+                },
+                () = &mut link => {
+                    tracing::info!(pid = %self.pid, "libprocess: the scheduler exited");
+                    break End::ByScheduler;
+                }
+            }
+        };
+        let framework = self.framework.as_ref().map(|(id, _)| id.value.clone());
+        if let (End::ByScheduler, Some(framework)) = (end, &framework) {
+            self.edge.master.send(Input::StreamClosed {
+                framework: framework.clone(),
+                stream_id: self.stream_id.clone(),
+            });
+        }
+        let mut sessions = self.edge.sessions();
+        sessions.by_key.remove(&self.key);
+        if sessions.by_pid.get(&self.pid) == Some(&self.key) {
+            sessions.by_pid.remove(&self.pid);
+        }
+        if let Some(f) = framework
+            && sessions.by_framework.get(&f) == Some(&self.key)
+        {
+            sessions.by_framework.remove(&f);
+        }
+    }
+
+    /// Sends what a v0 driver gets for `event`; false when the scheduler
+    /// could not be reached.
+    async fn deliver(&mut self, event: Event) -> bool {
+        let framework = self.framework.as_ref().map(|(id, _)| id.clone());
+        match event.r#type() {
+            EventType::Subscribed => {
+                let Some(s) = event.subscribed else {
+                    return true;
+                };
+                let info = s
+                    .master_info
+                    .unwrap_or_else(|| self.edge.master.info().clone());
+                let id = s.framework_id;
+                {
+                    let mut sessions = self.edge.sessions();
+                    sessions.by_framework.insert(id.value.clone(), self.key);
+                    if let Some(e) = sessions.by_key.get_mut(&self.key) {
+                        e.framework = Some(id.value.clone());
+                    }
+                }
+                self.framework = Some((id.clone(), info.clone()));
+                self.send_registered(id, info).await
+            }
+            EventType::Offers => {
+                let offers = event.offers.map(|o| o.offers).unwrap_or_default();
+                let pids = offers
+                    .iter()
+                    .map(|o| {
+                        let pid = agent_pid(o).unwrap_or_else(|| self.edge.pid());
+                        self.agents.insert(o.agent_id.value.clone(), pid.clone());
+                        pid
+                    })
+                    .collect();
+                self.send(
+                    "mesos.internal.ResourceOffersMessage",
+                    msg::ResourceOffersMessage { offers, pids }.encode_to_vec(),
+                )
+                .await
+            }
+            EventType::Rescind => match event.rescind {
+                Some(r) => {
+                    self.send(
+                        "mesos.internal.RescindResourceOfferMessage",
+                        msg::RescindResourceOfferMessage {
+                            offer_id: r.offer_id,
+                        }
+                        .encode_to_vec(),
+                    )
+                    .await
+                }
+                None => true,
+            },
+            EventType::Update => match (event.update, framework) {
+                (Some(u), Some(framework_id)) => {
+                    let m = self.status_update(u.status, framework_id);
+                    self.send("mesos.internal.StatusUpdateMessage", m.encode_to_vec())
+                        .await
+                }
+                _ => true,
+            },
+            EventType::Message => match (event.message, framework) {
+                (Some(m), Some(framework_id)) => {
+                    let body = msg::ExecutorToFrameworkMessage {
+                        slave_id: m.agent_id,
+                        framework_id,
+                        executor_id: m.executor_id,
+                        data: m.data,
+                    };
+                    self.send(
+                        "mesos.internal.ExecutorToFrameworkMessage",
+                        body.encode_to_vec(),
+                    )
+                    .await
+                }
+                _ => true,
+            },
+            EventType::Failure => match (event.failure, framework) {
+                (Some(f), Some(framework_id)) => match (f.agent_id, f.executor_id) {
+                    (Some(slave_id), Some(executor_id)) => {
+                        let body = msg::ExitedExecutorMessage {
+                            slave_id,
+                            framework_id,
+                            executor_id,
+                            status: f.status.unwrap_or(0),
+                        };
+                        self.send("mesos.internal.ExitedExecutorMessage", body.encode_to_vec())
+                            .await
+                    }
+                    (Some(slave_id), None) => {
+                        self.send(
+                            "mesos.internal.LostSlaveMessage",
+                            msg::LostSlaveMessage { slave_id }.encode_to_vec(),
+                        )
+                        .await
+                    }
+                    _ => true,
+                },
+                _ => true,
+            },
+            EventType::Error => {
+                let message = event.error.map(|e| e.message).unwrap_or_default();
+                self.send(
+                    "mesos.internal.FrameworkErrorMessage",
+                    msg::FrameworkErrorMessage { message }.encode_to_vec(),
+                )
+                .await
+            }
+            // No heartbeats in this protocol (the link says the scheduler
+            // is there), and v0 drivers have no callback for operation
+            // feedback or inverse offers.
+            other => {
+                tracing::trace!(pid = %self.pid, event = ?other, "libprocess: an event with no v0 message");
+                true
+            }
+        }
+    }
+
+    /// A v1 update as the master's `StatusUpdateMessage`: `pid` names the
+    /// agent when the update wants an acknowledgement, and is left out for
+    /// the master's own updates (reconciliation, invalid offers), which
+    /// drivers must not acknowledge.
+    fn status_update(
+        &self,
+        status: v1::TaskStatus,
+        framework_id: v1::FrameworkId,
+    ) -> msg::StatusUpdateMessage {
+        let uuid = status.uuid.clone();
+        let pid = uuid.as_ref().map(|_| {
+            status
+                .agent_id
+                .as_ref()
+                .and_then(|a| self.agents.get(&a.value).cloned())
+                .unwrap_or_else(|| self.edge.pid())
+        });
+        let timestamp = status.timestamp.unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64())
+        });
+        msg::StatusUpdateMessage {
+            update: msg::StatusUpdate {
+                framework_id,
+                executor_id: status.executor_id.clone(),
+                slave_id: status.agent_id.clone(),
+                timestamp,
+                uuid,
+                latest_state: None,
+                status,
+            },
+            pid,
+        }
+    }
+
+    async fn send_registered(
+        &self,
+        framework_id: v1::FrameworkId,
+        master_info: v1::MasterInfo,
+    ) -> bool {
+        let (name, body) = match self.kind {
+            Registration::Registered => (
+                "mesos.internal.FrameworkRegisteredMessage",
+                msg::FrameworkRegisteredMessage {
+                    framework_id,
+                    master_info,
+                }
+                .encode_to_vec(),
+            ),
+            Registration::Reregistered => (
+                "mesos.internal.FrameworkReregisteredMessage",
+                msg::FrameworkReregisteredMessage {
+                    framework_id,
+                    master_info,
+                }
+                .encode_to_vec(),
+            ),
+        };
+        self.send(name, body).await
+    }
+
+    /// POSTs one message to the scheduler; false when it cannot be reached
+    /// (a scheduler that answers but refuses the message only loses it, as
+    /// libprocess drops a message its receiver does not take).
+    async fn send(&self, name: &str, body: Vec<u8>) -> bool {
+        let sent = self
+            .edge
+            .client
+            .post(self.pid.url(name))
+            .header("Libprocess-From", self.edge.pid())
+            .header(axum::http::header::CONTENT_TYPE, "application/x-protobuf")
+            .body(body)
+            .send()
+            .await;
+        match sent {
+            Ok(r) if r.status().is_success() => true,
+            Ok(r) => {
+                tracing::warn!(pid = %self.pid, name, status = %r.status(), "libprocess: the scheduler refused a message");
+                true
+            }
+            Err(e) => {
+                tracing::info!(pid = %self.pid, name, error = ?e, "libprocess: the scheduler cannot be reached");
+                false
+            }
+        }
+    }
+}
+
+/// An agent's pid from its offer's URL (`/slave(N)` at the master's address).
+fn agent_pid(offer: &v1::Offer) -> Option<String> {
+    let url = offer.url.as_ref()?;
+    let process = url.path.as_deref()?.trim_start_matches('/');
+    let address = &url.address;
+    let host = address.ip.as_deref().or(address.hostname.as_deref())?;
+    Some(format!("{process}@{host}:{}", address.port))
+}
+
+/// Resolves once the scheduler at `pid` has exited: a connection to its
+/// address closed, and a new one is refused. A scheduler that closes idle
+/// connections (mesos-go's closes them after ten seconds) is linked again.
+async fn gone(pid: Upid) {
+    loop {
+        let Ok(mut link) = tokio::net::TcpStream::connect((pid.host.as_str(), pid.port)).await
+        else {
+            return;
+        };
+        let mut buf = [0u8; 512];
+        loop {
+            match link.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+        }
+        tokio::time::sleep(RELINK_PAUSE).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pids_parse_and_print() {
+        let p = Upid::parse("scheduler(1)@127.0.0.1:45678").expect("parses");
+        assert_eq!(p.id, "scheduler(1)");
+        assert_eq!(p.host, "127.0.0.1");
+        assert_eq!(p.port, 45678);
+        assert_eq!(p.to_string(), "scheduler(1)@127.0.0.1:45678");
+        assert_eq!(
+            p.url("mesos.internal.FrameworkRegisteredMessage"),
+            "http://127.0.0.1:45678/scheduler(1)/mesos.internal.FrameworkRegisteredMessage"
+        );
+        let v6 = Upid::parse("scheduler-9@[::1]:5051").expect("parses");
+        assert_eq!(v6.host, "::1");
+        assert_eq!(v6.to_string(), "scheduler-9@[::1]:5051");
+        for bad in [
+            "", "nohost", "@h:1", "a@h", "a@h:0", "a@h:x", "a@:5", "a/b@h:1",
+        ] {
+            assert!(Upid::parse(bad).is_none(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_sender_comes_from_either_header() {
+        let mut h = HeaderMap::new();
+        assert!(sender(&h).is_none());
+        h.insert(
+            "User-Agent",
+            "libprocess/scheduler(2)@10.0.0.1:7000".parse().unwrap(),
+        );
+        assert_eq!(sender(&h).map(|p| p.id), Some("scheduler(2)".to_string()));
+        h.insert(
+            "Libprocess-From",
+            "scheduler(3)@10.0.0.1:7000".parse().unwrap(),
+        );
+        assert_eq!(sender(&h).map(|p| p.id), Some("scheduler(3)".to_string()));
+    }
+
+    #[test]
+    fn agent_processes() {
+        assert!(is_agent_process("slave(1)"));
+        assert!(is_agent_process("slave(12)"));
+        for no in ["slave()", "slave(x)", "slave", "master", "slave(1"] {
+            assert!(!is_agent_process(no), "{no}");
+        }
+    }
+}

@@ -1,0 +1,656 @@
+//! Mesos' older scheduler protocol (libprocess messages), which frameworks
+//! on libmesos' native driver and mesos-go's v0 driver speak. The test
+//! plays such a scheduler: a process with an HTTP server of its own, to
+//! which the master POSTs its messages, run on a runtime of its own so that
+//! ending it closes every socket it had, as a process' exit does.
+
+mod common;
+
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::Path;
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::post;
+use common::{Master, Setup, WAIT};
+use prost::Message;
+use tokio::sync::mpsc;
+use unisched_mesos::internal as msg;
+use unisched_mesos::v1;
+use unisched_mesos::v1::scheduler::{Call, call};
+
+/// A message the scheduler got: its name, its sender, its body.
+type Got = (String, String, Bytes);
+
+/// A scheduler process speaking libprocess.
+struct Scheduler {
+    pid: String,
+    got: mpsc::UnboundedReceiver<Got>,
+    /// Messages skipped by [`Scheduler::next_of`], for later ones.
+    backlog: std::collections::VecDeque<(String, Bytes)>,
+    stop: Option<std::sync::mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    http: reqwest::Client,
+    master: String,
+}
+
+impl Scheduler {
+    fn start(m: &Master, id: &str) -> Scheduler {
+        let (tx, got) = mpsc::unbounded_channel::<Got>();
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let (port_tx, port_rx) = std::sync::mpsc::channel();
+        let process = id.to_string();
+        let thread = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                port_tx.send(listener.local_addr().unwrap().port()).unwrap();
+                let app = Router::new().route(
+                    "/{process}/{message}",
+                    post(
+                        move |Path((to, name)): Path<(String, String)>,
+                              headers: HeaderMap,
+                              body: Bytes| {
+                            let tx = tx.clone();
+                            let process = process.clone();
+                            async move {
+                                if to != process {
+                                    return StatusCode::NOT_FOUND;
+                                }
+                                let from = headers
+                                    .get("Libprocess-From")
+                                    .and_then(|v| v.to_str().ok())
+                                    .unwrap_or_default()
+                                    .to_string();
+                                let _ = tx.send((name, from, body));
+                                StatusCode::ACCEPTED
+                            }
+                        },
+                    ),
+                );
+                tokio::spawn(async move { axum::serve(listener, app).await });
+                // Runs until told to stop; the runtime's end then closes
+                // every connection, as the process' exit would.
+                tokio::task::spawn_blocking(move || {
+                    let _ = stopped.recv();
+                })
+                .await
+                .unwrap();
+            });
+        });
+        let port = port_rx.recv().unwrap();
+        Scheduler {
+            pid: format!("{id}@127.0.0.1:{port}"),
+            got,
+            backlog: Default::default(),
+            stop: Some(stop),
+            thread: Some(thread),
+            http: reqwest::Client::new(),
+            master: m.url.clone(),
+        }
+    }
+
+    /// Ends the process: its server and every connection to it close.
+    fn exit(&mut self) {
+        drop(self.stop.take());
+        if let Some(t) = self.thread.take() {
+            t.join().unwrap();
+        }
+    }
+
+    /// Sends `message` named `name` to the master's process `to`.
+    async fn send_to(&self, to: &str, name: &str, body: Vec<u8>) -> (u16, String) {
+        let r = self
+            .http
+            .post(format!("{}/{to}/{name}", self.master))
+            .header("Libprocess-From", &self.pid)
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        (r.status().as_u16(), r.text().await.unwrap_or_default())
+    }
+
+    async fn send(&self, name: &str, body: Vec<u8>) {
+        let (status, text) = self.send_to("master", name, body).await;
+        assert_eq!(status, 202, "{name}: {text}");
+    }
+
+    async fn call(&self, c: Call) {
+        self.send("mesos.scheduler.Call", c.encode_to_vec()).await;
+    }
+
+    /// The next message; its sender must be the master.
+    async fn next(&mut self) -> (String, Bytes) {
+        let (name, from, body) = tokio::time::timeout(WAIT, self.got.recv())
+            .await
+            .expect("a message in time")
+            .expect("the scheduler runs");
+        assert!(
+            from.starts_with("master@127.0.0.1:"),
+            "{name} from {from:?}"
+        );
+        (name, body)
+    }
+
+    /// The first message named `name`, of those kept back or coming
+    /// (others before it are kept back for later).
+    async fn next_of<M: Message + Default>(&mut self, name: &str) -> M {
+        let name = format!("mesos.internal.{name}");
+        if let Some(i) = self.backlog.iter().position(|(n, _)| *n == name) {
+            let (_, body) = self.backlog.remove(i).expect("found");
+            return M::decode(body).expect("the message decodes");
+        }
+        loop {
+            let (n, body) = self.next().await;
+            if n == name {
+                return M::decode(body).expect("the message decodes");
+            }
+            self.backlog.push_back((n, body));
+        }
+    }
+
+    /// No message kept back, and none within a short while.
+    async fn quiet(&mut self) {
+        assert!(self.backlog.is_empty(), "{:?}", self.backlog);
+        if let Ok(Some((name, _, _))) = tokio::time::timeout(common::QUIET, self.got.recv()).await {
+            panic!("unexpected {name}");
+        }
+    }
+}
+
+impl Drop for Scheduler {
+    fn drop(&mut self) {
+        self.exit();
+    }
+}
+
+fn id(value: &str) -> v1::FrameworkId {
+    v1::FrameworkId {
+        value: value.to_string(),
+    }
+}
+
+fn scheduler_call(framework: &str, kind: call::Type) -> Call {
+    Call {
+        framework_id: Some(id(framework)),
+        r#type: Some(kind as i32),
+        ..Default::default()
+    }
+}
+
+async fn registered(s: &mut Scheduler) -> String {
+    let r: msg::FrameworkRegisteredMessage = s.next_of("FrameworkRegisteredMessage").await;
+    assert!(r.master_info.pid().starts_with("master@127.0.0.1:"));
+    r.framework_id.value
+}
+
+async fn offers(s: &mut Scheduler) -> msg::ResourceOffersMessage {
+    let o: msg::ResourceOffersMessage = s.next_of("ResourceOffersMessage").await;
+    assert_eq!(o.offers.len(), o.pids.len(), "a pid per offer");
+    for pid in &o.pids {
+        assert!(pid.starts_with("slave("), "an agent's pid: {pid}");
+    }
+    o
+}
+
+async fn update(s: &mut Scheduler) -> msg::StatusUpdateMessage {
+    s.next_of("StatusUpdateMessage").await
+}
+
+fn framework_info(name: &str, failover_timeout: Option<f64>) -> v1::FrameworkInfo {
+    v1::FrameworkInfo {
+        failover_timeout,
+        ..common::framework(name, "*")
+    }
+}
+
+/// libmesos 1.x's driver: SUBSCRIBE, ACCEPT, ACKNOWLEDGE, KILL, DECLINE and
+/// TEARDOWN as `mesos.scheduler.Call` messages; offers and updates as the
+/// older messages, updates from an agent naming it in `pid`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_native_driver_runs_tasks_through_scheduler_calls() {
+    let m = Master::start(Setup::default()).await;
+    let mut s = Scheduler::start(&m, "scheduler-4a1c");
+    s.call(Call {
+        r#type: Some(call::Type::Subscribe as i32),
+        subscribe: Some(call::Subscribe {
+            framework_info: framework_info("native", None),
+            ..Default::default()
+        }),
+        ..Default::default()
+    })
+    .await;
+    let f = registered(&mut s).await;
+    m.allocate().await;
+    let o = offers(&mut s).await;
+    let offer = &o.offers[0];
+    assert_eq!(offer.framework_id.value, f);
+    assert_eq!(common::scalar(offer, "cpus"), 2.0);
+
+    // The framework's calls at the v1 endpoint: refused as Mesos does.
+    let stray = scheduler_call(&f, call::Type::Revive);
+    let (status, text) = m
+        .post(
+            stray.encode_to_vec(),
+            &[("Content-Type", "application/x-protobuf")],
+        )
+        .await;
+    assert_eq!(
+        (status, text.as_str()),
+        (403, "Framework is not connected via HTTP")
+    );
+
+    let t = common::task("t1", offer, "cpus:1;mem:128", None);
+    s.call(Call {
+        accept: Some(call::Accept {
+            offer_ids: vec![offer.id.clone()],
+            operations: vec![common::launch(vec![t])],
+            filters: None,
+        }),
+        ..scheduler_call(&f, call::Type::Accept)
+    })
+    .await;
+    let u = update(&mut s).await;
+    assert_eq!(u.update.status.state(), v1::TaskState::TaskRunning);
+    assert_eq!(u.update.framework_id.value, f);
+    assert_eq!(u.update.slave_id.as_ref(), Some(&offer.agent_id));
+    let uuid = u.update.uuid.clone().expect("an update to acknowledge");
+    assert_eq!(u.update.status.uuid.as_ref(), Some(&uuid));
+    assert_eq!(
+        u.pid.as_deref(),
+        Some(o.pids[0].as_str()),
+        "the agent's pid"
+    );
+    let state = m.state().await;
+    assert_eq!(state["frameworks"][0]["tasks"][0]["state"], "TASK_RUNNING");
+    assert_eq!(state["frameworks"][0]["used_resources"]["cpus"], 1.0);
+
+    s.call(Call {
+        acknowledge: Some(call::Acknowledge {
+            agent_id: offer.agent_id.clone(),
+            task_id: u.update.status.task_id.clone(),
+            uuid,
+        }),
+        ..scheduler_call(&f, call::Type::Acknowledge)
+    })
+    .await;
+    s.call(Call {
+        kill: Some(call::Kill {
+            task_id: u.update.status.task_id.clone(),
+            agent_id: None,
+            kill_policy: None,
+        }),
+        ..scheduler_call(&f, call::Type::Kill)
+    })
+    .await;
+    let killed = update(&mut s).await;
+    assert_eq!(killed.update.status.state(), v1::TaskState::TaskKilled);
+    assert!(killed.pid.is_some(), "from the agent: acknowledged");
+
+    // The remainder came back; declined with no filter, it is offered again.
+    m.allocate().await;
+    let again = offers(&mut s).await;
+    s.call(Call {
+        decline: Some(call::Decline {
+            offer_ids: vec![again.offers[0].id.clone()],
+            filters: Some(v1::Filters {
+                refuse_seconds: Some(0.0),
+            }),
+        }),
+        ..scheduler_call(&f, call::Type::Decline)
+    })
+    .await;
+    m.allocate().await;
+    offers(&mut s).await;
+
+    s.call(scheduler_call(&f, call::Type::Teardown)).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    m.expect_empty().await;
+    assert_eq!(m.state().await["completed_frameworks"][0]["id"], f.as_str());
+}
+
+/// mesos-go's v0 driver and older libmesos: the older messages both ways;
+/// a registration sent again is answered again; failover to another
+/// scheduler process; deactivation, re-registration and unregistration.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn older_messages_failover_and_deactivation() {
+    let m = Master::start(Setup::default()).await;
+    let mut s = Scheduler::start(&m, "scheduler(1)");
+    let info = framework_info("old", Some(3600.0));
+    let register = msg::RegisterFrameworkMessage {
+        framework: info.clone(),
+    };
+    s.send(
+        "mesos.internal.RegisterFrameworkMessage",
+        register.encode_to_vec(),
+    )
+    .await;
+    let f = registered(&mut s).await;
+    // A driver retries until answered: the same framework, answered again.
+    s.send(
+        "mesos.internal.RegisterFrameworkMessage",
+        register.encode_to_vec(),
+    )
+    .await;
+    assert_eq!(registered(&mut s).await, f);
+    assert_eq!(m.state().await["frameworks"].as_array().unwrap().len(), 1);
+
+    s.send(
+        "mesos.internal.ResourceRequestMessage",
+        msg::ResourceRequestMessage {
+            framework_id: id(&f),
+            requests: vec![],
+        }
+        .encode_to_vec(),
+    )
+    .await;
+    m.allocate().await;
+    let o = offers(&mut s).await;
+    let offer = &o.offers[0];
+    let launch = msg::LaunchTasksMessage {
+        framework_id: id(&f),
+        tasks: vec![
+            common::task("a", offer, "cpus:0.5;mem:64", None),
+            common::task("b", offer, "cpus:0.5;mem:64", None),
+        ],
+        filters: v1::Filters {
+            refuse_seconds: Some(0.0),
+        },
+        offer_ids: vec![offer.id.clone()],
+    };
+    s.send("mesos.internal.LaunchTasksMessage", launch.encode_to_vec())
+        .await;
+    for _ in 0..2 {
+        let u = update(&mut s).await;
+        assert_eq!(u.update.status.state(), v1::TaskState::TaskRunning);
+        let ack = msg::StatusUpdateAcknowledgementMessage {
+            slave_id: offer.agent_id.clone(),
+            framework_id: id(&f),
+            task_id: u.update.status.task_id.clone(),
+            uuid: u.update.uuid.clone().expect("uuid"),
+        };
+        // Older drivers send acknowledgements to the agent's pid.
+        let agent = u
+            .pid
+            .as_deref()
+            .unwrap()
+            .split('@')
+            .next()
+            .unwrap()
+            .to_string();
+        let (status, text) = s
+            .send_to(
+                &agent,
+                "mesos.internal.StatusUpdateAcknowledgementMessage",
+                ack.encode_to_vec(),
+            )
+            .await;
+        assert_eq!(status, 202, "{text}");
+    }
+
+    // Reconciliation: the master's own updates name no agent pid (drivers
+    // must not acknowledge them).
+    s.send(
+        "mesos.internal.ReconcileTasksMessage",
+        msg::ReconcileTasksMessage {
+            framework_id: id(&f),
+            statuses: vec![],
+            framework: None,
+        }
+        .encode_to_vec(),
+    )
+    .await;
+    for _ in 0..2 {
+        let u = update(&mut s).await;
+        assert_eq!(u.update.status.state(), v1::TaskState::TaskRunning);
+        assert_eq!(u.pid, None);
+        assert_eq!(u.update.uuid, None);
+        assert_eq!(
+            u.update.status.reason(),
+            v1::task_status::Reason::Reconciliation
+        );
+    }
+    let unknown = v1::TaskStatus {
+        task_id: v1::TaskId {
+            value: "never".to_string(),
+        },
+        state: v1::TaskState::TaskStaging as i32,
+        ..Default::default()
+    };
+    s.send(
+        "mesos.internal.ReconcileTasksMessage",
+        msg::ReconcileTasksMessage {
+            framework_id: id(&f),
+            statuses: vec![unknown],
+            framework: None,
+        }
+        .encode_to_vec(),
+    )
+    .await;
+    let u = update(&mut s).await;
+    assert_eq!(u.update.status.state(), v1::TaskState::TaskLost);
+    assert_eq!(u.pid, None);
+
+    // Failover to another scheduler process.
+    let mut s2 = Scheduler::start(&m, "scheduler(1)");
+    s2.send(
+        "mesos.internal.ReregisterFrameworkMessage",
+        msg::ReregisterFrameworkMessage {
+            framework: v1::FrameworkInfo {
+                id: Some(id(&f)),
+                ..info.clone()
+            },
+            failover: true,
+        }
+        .encode_to_vec(),
+    )
+    .await;
+    let e: msg::FrameworkErrorMessage = s.next_of("FrameworkErrorMessage").await;
+    assert_eq!(e.message, "Framework failed over");
+    assert_eq!(registered(&mut s2).await, f);
+    // The old process is no longer the framework's scheduler.
+    let kill_a = msg::KillTaskMessage {
+        framework_id: id(&f),
+        task_id: v1::TaskId {
+            value: "a".to_string(),
+        },
+        kill_policy: None,
+    };
+    let (status, _) = s
+        .send_to(
+            "master",
+            "mesos.internal.KillTaskMessage",
+            kill_a.encode_to_vec(),
+        )
+        .await;
+    assert_eq!(status, 403);
+    s2.send("mesos.internal.KillTaskMessage", kill_a.encode_to_vec())
+        .await;
+    let u = update(&mut s2).await;
+    assert_eq!(u.update.status.task_id.value, "a");
+    assert_eq!(u.update.status.state(), v1::TaskState::TaskKilled);
+
+    // `stop(failover)`: the framework is disconnected, its tasks stay.
+    s2.send(
+        "mesos.internal.DeactivateFrameworkMessage",
+        msg::DeactivateFrameworkMessage {
+            framework_id: id(&f),
+        }
+        .encode_to_vec(),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let state = m.state().await;
+    assert_eq!(state["frameworks"][0]["active"], false, "{state}");
+    let running: Vec<_> = state["frameworks"][0]["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["state"] == "TASK_RUNNING")
+        .map(|t| t["id"].clone())
+        .collect();
+    assert_eq!(running, vec![serde_json::json!("b")]);
+    // ... and comes back from the same process: re-registered.
+    s2.send(
+        "mesos.internal.ReregisterFrameworkMessage",
+        msg::ReregisterFrameworkMessage {
+            framework: v1::FrameworkInfo {
+                id: Some(id(&f)),
+                ..info.clone()
+            },
+            failover: false,
+        }
+        .encode_to_vec(),
+    )
+    .await;
+    let r: msg::FrameworkReregisteredMessage = s2.next_of("FrameworkReregisteredMessage").await;
+    assert_eq!(r.framework_id.value, f);
+    assert_eq!(m.state().await["frameworks"][0]["active"], true);
+
+    s2.send(
+        "mesos.internal.UnregisterFrameworkMessage",
+        msg::UnregisterFrameworkMessage {
+            framework_id: id(&f),
+        }
+        .encode_to_vec(),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    m.expect_empty().await;
+    s.quiet().await;
+}
+
+/// A scheduler process that exits is disconnected, as libprocess' `exited`
+/// tells Mesos: with no failover timeout its framework is removed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scheduler_that_exits_is_disconnected() {
+    let m = Master::start(Setup::default()).await;
+    let mut s = Scheduler::start(&m, "scheduler(1)");
+    s.send(
+        "mesos.internal.RegisterFrameworkMessage",
+        msg::RegisterFrameworkMessage {
+            framework: framework_info("gone", None),
+        }
+        .encode_to_vec(),
+    )
+    .await;
+    let f = registered(&mut s).await;
+    m.allocate().await;
+    let o = offers(&mut s).await;
+    let launch = msg::LaunchTasksMessage {
+        framework_id: id(&f),
+        tasks: vec![common::task("t", &o.offers[0], "cpus:1;mem:64", None)],
+        filters: v1::Filters::default(),
+        offer_ids: vec![o.offers[0].id.clone()],
+    };
+    s.send("mesos.internal.LaunchTasksMessage", launch.encode_to_vec())
+        .await;
+    update(&mut s).await;
+    s.exit();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        m.advance(Duration::from_millis(100)).await;
+        let state = m.state().await;
+        if state["frameworks"].as_array().unwrap().is_empty() {
+            assert_eq!(state["completed_frameworks"][0]["id"], f.as_str());
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "still there: {state}"
+        );
+    }
+    m.expect_empty().await;
+}
+
+/// Messages the master cannot take get a 4xx with the reason, and change
+/// nothing; with `--token` the protocol (which cannot carry it) is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_libprocess_messages_are_refused_with_a_reason() {
+    let m = Master::start(Setup::default()).await;
+    let s = Scheduler::start(&m, "scheduler(1)");
+    let url = |name: &str| format!("{}/master/{name}", m.url);
+    let no_sender = m
+        .http
+        .post(url("mesos.internal.RegisterFrameworkMessage"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(no_sender.status().as_u16(), 400);
+    assert!(no_sender.text().await.unwrap().contains("sender"));
+    let (status, text) = s
+        .send_to(
+            "master",
+            "mesos.internal.RegisterFrameworkMessage",
+            vec![0xff, 0x01],
+        )
+        .await;
+    assert_eq!(status, 400);
+    assert!(text.contains("Failed to parse"), "{text}");
+    let (status, text) = s
+        .send_to("master", "mesos.internal.NoSuchMessage", vec![])
+        .await;
+    assert_eq!(status, 400);
+    assert!(text.contains("Unknown message"), "{text}");
+    let (status, _) = s
+        .send_to("nobody", "mesos.internal.RegisterFrameworkMessage", vec![])
+        .await;
+    assert_eq!(status, 404);
+    let get = m
+        .http
+        .get(url("mesos.internal.RegisterFrameworkMessage"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(get.status().as_u16(), 404);
+    // A call of a framework this scheduler never registered.
+    let (status, text) = s
+        .send_to(
+            "master",
+            "mesos.scheduler.Call",
+            scheduler_call("someone-else", call::Type::Revive).encode_to_vec(),
+        )
+        .await;
+    assert_eq!(status, 403, "{text}");
+    // A call that fails validation.
+    let (status, text) = s
+        .send_to(
+            "master",
+            "mesos.scheduler.Call",
+            Call::default().encode_to_vec(),
+        )
+        .await;
+    assert_eq!(status, 400);
+    assert!(text.contains("type"), "{text}");
+    assert!(m.state().await["frameworks"].as_array().unwrap().is_empty());
+
+    let guarded = Master::start(Setup {
+        token: Some("secret".to_string()),
+        ..Setup::default()
+    })
+    .await;
+    let s = Scheduler::start(&guarded, "scheduler(1)");
+    let (status, text) = s
+        .send_to(
+            "master",
+            "mesos.internal.RegisterFrameworkMessage",
+            msg::RegisterFrameworkMessage {
+                framework: framework_info("x", None),
+            }
+            .encode_to_vec(),
+        )
+        .await;
+    assert_eq!(status, 401);
+    assert!(text.contains("--token"), "{text}");
+    assert!(
+        guarded.state().await["frameworks"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+}
