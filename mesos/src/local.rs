@@ -109,6 +109,11 @@ pub async fn start(
     let addr = listener.local_addr()?;
     let mut settings = options.settings.clone();
     settings.port = u32::from(addr.port());
+    if let std::net::IpAddr::V4(ip) = addr.ip()
+        && !ip.is_unspecified()
+    {
+        settings.ip = ip;
+    }
     let master = MasterHandle::start(scheduler, options.config.as_deref(), settings.clone())?;
     let runtime = tokio::runtime::Handle::current();
     let sink = master_sink(&master);

@@ -130,9 +130,10 @@ impl Scheduler {
             .await
             .expect("a message in time")
             .expect("the scheduler runs");
-        assert!(
-            from.starts_with("master@127.0.0.1:"),
-            "{name} from {from:?}"
+        assert_eq!(
+            from,
+            format!("master@{}", self.master.trim_start_matches("http://")),
+            "{name}'s sender"
         );
         (name, body)
     }
@@ -185,15 +186,22 @@ fn scheduler_call(framework: &str, kind: call::Type) -> Call {
 
 async fn registered(s: &mut Scheduler) -> String {
     let r: msg::FrameworkRegisteredMessage = s.next_of("FrameworkRegisteredMessage").await;
-    assert!(r.master_info.pid().starts_with("master@127.0.0.1:"));
+    assert_eq!(
+        r.master_info.pid(),
+        format!("master@{}", s.master.trim_start_matches("http://"))
+    );
     r.framework_id.value
 }
 
 async fn offers(s: &mut Scheduler) -> msg::ResourceOffersMessage {
     let o: msg::ResourceOffersMessage = s.next_of("ResourceOffersMessage").await;
     assert_eq!(o.offers.len(), o.pids.len(), "a pid per offer");
+    let at = format!("@{}", s.master.trim_start_matches("http://"));
     for pid in &o.pids {
-        assert!(pid.starts_with("slave("), "an agent's pid: {pid}");
+        assert!(
+            pid.starts_with("slave(") && pid.ends_with(&at),
+            "an agent's pid: {pid}"
+        );
     }
     o
 }
@@ -529,7 +537,13 @@ async fn older_messages_failover_and_deactivation() {
 /// tells Mesos: with no failover timeout its framework is removed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_scheduler_that_exits_is_disconnected() {
-    let m = Master::start(Setup::default()).await;
+    // On another address than 127.0.0.1: the master's pid, and its agents',
+    // name the address it serves on, which drivers check.
+    let m = Master::start(Setup {
+        addr: Some("127.0.0.2:0".parse().unwrap()),
+        ..Setup::default()
+    })
+    .await;
     let mut s = Scheduler::start(&m, "scheduler(1)");
     s.send(
         "mesos.internal.RegisterFrameworkMessage",
@@ -653,4 +667,106 @@ async fn bad_libprocess_messages_are_refused_with_a_reason() {
             .unwrap()
             .is_empty()
     );
+}
+
+/// Messages written byte for byte as libprocess writes them (both sender
+/// headers, a `Host`, a chunked body, several on one kept connection whose
+/// answers the sender never reads) are taken in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_as_libprocess_writes_them_are_taken_in_order() {
+    use tokio::io::AsyncWriteExt;
+    let m = Master::start(Setup::default()).await;
+    let mut s = Scheduler::start(&m, "scheduler-0c7d");
+    let pid = s.pid.clone();
+    let encode = |name: &str, body: &[u8]| {
+        let mut out = format!(
+            "POST /master/{name} HTTP/1.1\r\nUser-Agent: libprocess/{pid}\r\nLibprocess-From: {pid}\r\nConnection: Keep-Alive\r\nHost: {host}\r\n",
+            host = m.url.trim_start_matches("http://"),
+        )
+        .into_bytes();
+        if body.is_empty() {
+            out.extend_from_slice(b"\r\n");
+        } else {
+            out.extend_from_slice(
+                format!("Transfer-Encoding: chunked\r\n\r\n{:x}\r\n", body.len()).as_bytes(),
+            );
+            out.extend_from_slice(body);
+            out.extend_from_slice(b"\r\n0\r\n\r\n");
+        }
+        out
+    };
+    let register = Call {
+        r#type: Some(call::Type::Subscribe as i32),
+        subscribe: Some(call::Subscribe {
+            framework_info: framework_info("raw", None),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let mut link = tokio::net::TcpStream::connect(m.url.trim_start_matches("http://"))
+        .await
+        .unwrap();
+    link.write_all(&encode("mesos.scheduler.Call", &register.encode_to_vec()))
+        .await
+        .unwrap();
+    let f = registered(&mut s).await;
+    m.allocate().await;
+    let o = offers(&mut s).await;
+    // Two messages in one write: a launch, then a kill of what it launched.
+    let launch = msg::LaunchTasksMessage {
+        framework_id: id(&f),
+        tasks: vec![common::task("t", &o.offers[0], "cpus:1;mem:64", None)],
+        filters: v1::Filters::default(),
+        offer_ids: vec![o.offers[0].id.clone()],
+    };
+    let kill = msg::KillTaskMessage {
+        framework_id: id(&f),
+        task_id: v1::TaskId {
+            value: "t".to_string(),
+        },
+        kill_policy: None,
+    };
+    let mut both = encode("mesos.internal.LaunchTasksMessage", &launch.encode_to_vec());
+    both.extend(encode(
+        "mesos.internal.KillTaskMessage",
+        &kill.encode_to_vec(),
+    ));
+    link.write_all(&both).await.unwrap();
+    let running = update(&mut s).await;
+    assert_eq!(running.update.status.state(), v1::TaskState::TaskRunning);
+    // The kill's update waits for this one's acknowledgement (one update
+    // of a task in flight at a time).
+    s.send(
+        "mesos.internal.StatusUpdateAcknowledgementMessage",
+        msg::StatusUpdateAcknowledgementMessage {
+            slave_id: o.offers[0].agent_id.clone(),
+            framework_id: id(&f),
+            task_id: running.update.status.task_id.clone(),
+            uuid: running.update.uuid.clone().expect("uuid"),
+        }
+        .encode_to_vec(),
+    )
+    .await;
+    let killed = update(&mut s).await;
+    assert_eq!(killed.update.status.state(), v1::TaskState::TaskKilled);
+    // An empty body is a message too (it fails to parse here: 400 on the
+    // same connection, which goes on).
+    link.write_all(&encode("mesos.internal.UnregisterFrameworkMessage", &[]))
+        .await
+        .unwrap();
+    link.write_all(&encode(
+        "mesos.internal.UnregisterFrameworkMessage",
+        &msg::UnregisterFrameworkMessage {
+            framework_id: id(&f),
+        }
+        .encode_to_vec(),
+    ))
+    .await
+    .unwrap();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !m.state().await["frameworks"].as_array().unwrap().is_empty() {
+        assert!(tokio::time::Instant::now() < deadline, "not torn down");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    m.expect_empty().await;
 }

@@ -110,6 +110,11 @@ pub struct Settings {
     pub hostname: String,
     /// The port the scheduler API is served on (for MasterInfo).
     pub port: u32,
+    /// The address MasterInfo, the master's pid and its agents' pids and
+    /// URLs name: where frameworks and executors reach this master
+    /// (`unisched serve --mesos-addr`'s, unless that is 0.0.0.0; then
+    /// 127.0.0.1).
+    pub ip: std::net::Ipv4Addr,
     /// Grace period of a kill when neither the task nor the call sets one.
     pub kill_grace_period: Duration,
     /// Seeds the master's ids (its own, which prefixes framework, agent and
@@ -136,6 +141,7 @@ impl Default for Settings {
             weights: BTreeMap::new(),
             stream_capacity: 4096,
             hostname: "localhost".to_string(),
+            ip: std::net::Ipv4Addr::LOCALHOST,
             port: 5050,
             kill_grace_period: Duration::from_secs(3),
             id_seed: None,
@@ -440,14 +446,15 @@ impl MasterHandle {
         };
         let info = v1::MasterInfo {
             id: master_id,
-            ip: 0x0100_007f,
+            // Network byte order, as Mesos keeps it.
+            ip: u32::from_le_bytes(settings.ip.octets()),
             port: settings.port,
-            pid: Some(format!("master@127.0.0.1:{}", settings.port)),
+            pid: Some(format!("master@{}:{}", settings.ip, settings.port)),
             hostname: Some(settings.hostname.clone()),
             version: Some(crate::MESOS_VERSION.to_string()),
             address: Some(v1::Address {
                 hostname: Some(settings.hostname.clone()),
-                ip: Some("127.0.0.1".to_string()),
+                ip: Some(settings.ip.to_string()),
                 port: settings.port as i32,
             }),
             ..Default::default()
