@@ -184,6 +184,23 @@ fn scheduler_call(framework: &str, kind: call::Type) -> Call {
     }
 }
 
+/// Sends `ReregisterFrameworkMessage` for framework `f` of `info`.
+async fn reregister(s: &Scheduler, info: &v1::FrameworkInfo, f: &str, failover: bool) {
+    let framework = v1::FrameworkInfo {
+        id: Some(id(f)),
+        ..info.clone()
+    };
+    s.send(
+        "mesos.internal.ReregisterFrameworkMessage",
+        msg::ReregisterFrameworkMessage {
+            framework,
+            failover,
+        }
+        .encode_to_vec(),
+    )
+    .await;
+}
+
 async fn registered(s: &mut Scheduler) -> String {
     let r: msg::FrameworkRegisteredMessage = s.next_of("FrameworkRegisteredMessage").await;
     assert_eq!(
@@ -446,18 +463,7 @@ async fn older_messages_failover_and_deactivation() {
 
     // Failover to another scheduler process.
     let mut s2 = Scheduler::start(&m, "scheduler(1)");
-    s2.send(
-        "mesos.internal.ReregisterFrameworkMessage",
-        msg::ReregisterFrameworkMessage {
-            framework: v1::FrameworkInfo {
-                id: Some(id(&f)),
-                ..info.clone()
-            },
-            failover: true,
-        }
-        .encode_to_vec(),
-    )
-    .await;
+    reregister(&s2, &info, &f, true).await;
     let e: msg::FrameworkErrorMessage = s.next_of("FrameworkErrorMessage").await;
     assert_eq!(e.message, "Framework failed over");
     assert_eq!(registered(&mut s2).await, f);
@@ -504,18 +510,7 @@ async fn older_messages_failover_and_deactivation() {
         .collect();
     assert_eq!(running, vec![serde_json::json!("b")]);
     // ... and comes back from the same process: re-registered.
-    s2.send(
-        "mesos.internal.ReregisterFrameworkMessage",
-        msg::ReregisterFrameworkMessage {
-            framework: v1::FrameworkInfo {
-                id: Some(id(&f)),
-                ..info.clone()
-            },
-            failover: false,
-        }
-        .encode_to_vec(),
-    )
-    .await;
+    reregister(&s2, &info, &f, false).await;
     let r: msg::FrameworkReregisteredMessage = s2.next_of("FrameworkReregisteredMessage").await;
     assert_eq!(r.framework_id.value, f);
     assert_eq!(m.state().await["frameworks"][0]["active"], true);
