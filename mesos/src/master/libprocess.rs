@@ -32,6 +32,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use axum::body::Bytes;
 use axum::http::{HeaderMap, Method, StatusCode};
 use prost::Message as _;
 use tokio::io::AsyncReadExt;
@@ -107,6 +108,9 @@ pub fn sender(headers: &HeaderMap) -> Option<Upid> {
 /// How long one message may take to be taken by the scheduler.
 const SEND_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long a connection to a scheduler is kept unused.
+const IDLE_CONNECTION: Duration = Duration::from_secs(4);
+
 /// A pause between two links to a scheduler that closed the last one.
 const RELINK_PAUSE: Duration = Duration::from_millis(100);
 
@@ -179,14 +183,14 @@ impl Libprocess {
     /// The edge for `master`; each session's subscription holds
     /// `stream_capacity` events.
     pub fn new(master: MasterHandle, stream_capacity: usize) -> Arc<Self> {
-        // A connection a message: a scheduler's server may close a kept
-        // connection at any moment (mesos-go's closes them as it answers),
-        // and a message sent on one it is closing is lost with no way to
-        // tell whether it arrived. A refused connection then means the
-        // scheduler is gone.
+        // Connections are kept between messages (one a message would leave
+        // a socket in TIME_WAIT for each, and a busy framework would run
+        // out of ports), but not long: a scheduler closes idle ones
+        // (mesos-go's after ten seconds), and a message sent on one it is
+        // closing fails and is sent again (`Session::send`).
         let client = reqwest::Client::builder()
             .timeout(SEND_TIMEOUT)
-            .pool_max_idle_per_host(0)
+            .pool_idle_timeout(IDLE_CONNECTION)
             .build()
             .unwrap_or_default();
         Arc::new(Libprocess {
@@ -814,17 +818,33 @@ impl Session {
 
     /// POSTs one message to the scheduler; false when it cannot be reached
     /// (a scheduler that answers but refuses the message only loses it, as
-    /// libprocess drops a message its receiver does not take).
+    /// libprocess drops a message its receiver does not take). A failed
+    /// send is tried once more, on a new connection when the failure was a
+    /// kept one the scheduler closed; a message that did arrive before its
+    /// answer was lost then arrives twice, which the messages allow (an
+    /// update is delivered at least once, an offer or a registration again
+    /// is the same one).
     async fn send(&self, name: &str, body: Vec<u8>) -> bool {
-        let sent = self
-            .edge
-            .client
-            .post(self.pid.url(name))
-            .header("Libprocess-From", self.edge.pid())
-            .header(axum::http::header::CONTENT_TYPE, "application/x-protobuf")
-            .body(body)
-            .send()
-            .await;
+        let body = Bytes::from(body);
+        let attempt = || {
+            self.edge
+                .client
+                .post(self.pid.url(name))
+                .header("Libprocess-From", self.edge.pid())
+                // As libprocess writes it: mesos-go's server keeps the
+                // connection only when told so in these very letters.
+                .header(axum::http::header::CONNECTION, "Keep-Alive")
+                .header(axum::http::header::CONTENT_TYPE, "application/x-protobuf")
+                .body(body.clone())
+                .send()
+        };
+        let sent = match attempt().await {
+            Err(e) if !e.is_timeout() => {
+                tracing::debug!(pid = %self.pid, name, error = ?e, "libprocess: a send failed, tried again");
+                attempt().await
+            }
+            other => other,
+        };
         match sent {
             Ok(r) if r.status().is_success() => true,
             Ok(r) => {
