@@ -929,6 +929,28 @@ mod tests {
         assert_eq!(sender(&h).map(|p| p.id), Some("scheduler(3)".to_string()));
     }
 
+    /// libmesos parses with protobuf's C++ library, which refuses a message
+    /// missing a `required` field: those are written even when zero.
+    #[test]
+    fn required_fields_are_written_even_when_zero() {
+        let update = msg::StatusUpdate {
+            framework_id: v1::FrameworkId::default(),
+            status: v1::TaskStatus::default(),
+            timestamp: 0.0,
+            ..Default::default()
+        };
+        let bytes = update.encode_to_vec();
+        // framework_id (1), status (4) and timestamp (5, a 64-bit double).
+        assert_eq!(bytes.first(), Some(&0x0a));
+        assert!(bytes.contains(&0x22));
+        assert!(bytes.windows(9).any(|w| w == [0x29, 0, 0, 0, 0, 0, 0, 0, 0]));
+        let reregister = msg::ReregisterFrameworkMessage {
+            framework: v1::FrameworkInfo::default(),
+            failover: false,
+        };
+        assert!(reregister.encode_to_vec().ends_with(&[0x18, 0x00]));
+    }
+
     #[test]
     fn agent_processes() {
         assert!(is_agent_process("slave(1)"));
