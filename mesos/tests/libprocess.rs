@@ -27,6 +27,8 @@ type Got = (String, String, Bytes);
 struct Scheduler {
     pid: String,
     got: mpsc::UnboundedReceiver<Got>,
+    /// Set: the process takes messages and never answers them.
+    hang: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// Messages skipped by [`Scheduler::next_of`], for later ones.
     backlog: std::collections::VecDeque<(String, Bytes)>,
     stop: Option<std::sync::mpsc::Sender<()>>,
@@ -41,6 +43,8 @@ impl Scheduler {
         let (stop, stopped) = std::sync::mpsc::channel::<()>();
         let (port_tx, port_rx) = std::sync::mpsc::channel();
         let process = id.to_string();
+        let hung = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let hang = std::sync::Arc::clone(&hung);
         let thread = std::thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -57,7 +61,12 @@ impl Scheduler {
                               body: Bytes| {
                             let tx = tx.clone();
                             let process = process.clone();
+                            let hung = std::sync::Arc::clone(&hung);
                             async move {
+                                if hung.load(std::sync::atomic::Ordering::Relaxed) {
+                                    // Takes the message and never answers.
+                                    std::future::pending::<()>().await;
+                                }
                                 if to != process {
                                     return StatusCode::NOT_FOUND;
                                 }
@@ -86,6 +95,7 @@ impl Scheduler {
         Scheduler {
             pid: format!("{id}@127.0.0.1:{port}"),
             got,
+            hang,
             backlog: Default::default(),
             stop: Some(stop),
             thread: Some(thread),
@@ -764,4 +774,86 @@ async fn messages_as_libprocess_writes_them_are_taken_in_order() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     m.expect_empty().await;
+}
+
+/// A scheduler that stops answering the master's messages stalls nothing:
+/// another framework is served meanwhile, and once a message has waited its
+/// time (10 s) the hung scheduler is taken as gone (no failover timeout:
+/// its framework is removed, and the agents it was offered go to the other).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scheduler_that_never_answers_stalls_nothing() {
+    let m = Master::start(Setup {
+        agents: 2,
+        ..Setup::default()
+    })
+    .await;
+    let mut s = Scheduler::start(&m, "scheduler(1)");
+    s.send(
+        "mesos.internal.RegisterFrameworkMessage",
+        msg::RegisterFrameworkMessage {
+            framework: framework_info("hung", None),
+        }
+        .encode_to_vec(),
+    )
+    .await;
+    let hung = registered(&mut s).await;
+    m.allocate().await;
+    assert_eq!(offers(&mut s).await.offers.len(), 2);
+    s.hang.store(true, std::sync::atomic::Ordering::Relaxed);
+    // Something for the master to tell it: its message now waits.
+    s.send(
+        "mesos.internal.ReconcileTasksMessage",
+        msg::ReconcileTasksMessage {
+            framework_id: id(&hung),
+            statuses: vec![v1::TaskStatus {
+                task_id: v1::TaskId {
+                    value: "never".to_string(),
+                },
+                state: v1::TaskState::TaskStaging as i32,
+                ..Default::default()
+            }],
+            framework: None,
+        }
+        .encode_to_vec(),
+    )
+    .await;
+    let started = tokio::time::Instant::now();
+    let mut other = m
+        .subscribe(
+            common::framework("other", "*"),
+            unisched_mesos::codec::ContentType::Json,
+        )
+        .await;
+    assert_eq!(m.state().await["frameworks"].as_array().unwrap().len(), 2);
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "served while the other hangs"
+    );
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let mut agents = std::collections::BTreeSet::new();
+    while agents.len() < 2 {
+        m.allocate().await;
+        if let Some(e) = other
+            .maybe_next_of(v1::scheduler::event::Type::Offers)
+            .await
+        {
+            agents.extend(
+                e.offers
+                    .unwrap()
+                    .offers
+                    .into_iter()
+                    .map(|o| o.agent_id.value),
+            );
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the hung scheduler is still there"
+        );
+    }
+    assert!(
+        started.elapsed() >= Duration::from_secs(9),
+        "given its time"
+    );
+    let state = m.state().await;
+    assert_eq!(state["completed_frameworks"][0]["id"], hung.as_str());
 }

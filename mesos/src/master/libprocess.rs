@@ -943,7 +943,11 @@ mod tests {
         // framework_id (1), status (4) and timestamp (5, a 64-bit double).
         assert_eq!(bytes.first(), Some(&0x0a));
         assert!(bytes.contains(&0x22));
-        assert!(bytes.windows(9).any(|w| w == [0x29, 0, 0, 0, 0, 0, 0, 0, 0]));
+        assert!(
+            bytes
+                .windows(9)
+                .any(|w| w == [0x29, 0, 0, 0, 0, 0, 0, 0, 0])
+        );
         let reregister = msg::ReregisterFrameworkMessage {
             framework: v1::FrameworkInfo::default(),
             failover: false,
