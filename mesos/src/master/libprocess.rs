@@ -272,24 +272,25 @@ impl Libprocess {
                 }
                 self.forward(&from, call)
             }
+            "mesos.internal.DeactivateFrameworkMessage" => {
+                match decode::<msg::DeactivateFrameworkMessage>(name, body) {
+                    Ok(m) => self.deactivate(&from, &m.framework_id.value),
+                    Err(a) => a,
+                }
+            }
             _ => match self.translate(name, body) {
-                Ok(Some(call)) => self.forward(&from, call),
-                Ok(None) => self.deactivate(&from, body),
+                Ok(call) => self.forward(&from, call),
                 Err(a) => a,
             },
         }
     }
 
-    /// The v1 call of an old-style message (`None` for a deactivation).
-    fn translate(&self, name: &str, body: &[u8]) -> Result<Option<Call>, Answer> {
+    /// The v1 call of an old-style message.
+    fn translate(&self, name: &str, body: &[u8]) -> Result<Call, Answer> {
         let call = match name {
             "mesos.internal.UnregisterFrameworkMessage" => {
                 let m: msg::UnregisterFrameworkMessage = decode(name, body)?;
                 new_call(CallType::Teardown, &m.framework_id)
-            }
-            "mesos.internal.DeactivateFrameworkMessage" => {
-                decode::<msg::DeactivateFrameworkMessage>(name, body)?;
-                return Ok(None);
             }
             "mesos.internal.ResourceRequestMessage" => {
                 let m: msg::ResourceRequestMessage = decode(name, body)?;
@@ -383,7 +384,7 @@ impl Libprocess {
         };
         super::http::validate_call(&call)
             .map_err(|e| bad(format!("Failed to validate {name}: {e}")))?;
-        Ok(Some(call))
+        Ok(call)
     }
 
     /// The session of `framework`, if `from` is its scheduler.
@@ -452,17 +453,14 @@ impl Libprocess {
     }
 
     /// `DeactivateFrameworkMessage`: the scheduler stops for a failover.
-    fn deactivate(&self, from: &Upid, body: &[u8]) -> Answer {
-        let Ok(m) = msg::DeactivateFrameworkMessage::decode(body) else {
-            return bad("Failed to parse DeactivateFrameworkMessage");
-        };
-        if let Err(a) = self.session_of(from, &m.framework_id.value) {
+    fn deactivate(&self, from: &Upid, framework: &str) -> Answer {
+        if let Err(a) = self.session_of(from, framework) {
             return a;
         }
         let sessions = self.sessions();
         if let Some(e) = sessions
             .by_framework
-            .get(&m.framework_id.value)
+            .get(framework)
             .and_then(|k| sessions.by_key.get(k))
         {
             let _ = e.control.send(Control::Deactivate);
