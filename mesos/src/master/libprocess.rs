@@ -278,7 +278,7 @@ impl Libprocess {
                     Err(a) => a,
                 }
             }
-            _ => match self.translate(name, body) {
+            _ => match Self::translate(name, body) {
                 Ok(call) => self.forward(&from, call),
                 Err(a) => a,
             },
@@ -286,7 +286,7 @@ impl Libprocess {
     }
 
     /// The v1 call of an old-style message.
-    fn translate(&self, name: &str, body: &[u8]) -> Result<Call, Answer> {
+    fn translate(name: &str, body: &[u8]) -> Result<Call, Answer> {
         let call = match name {
             "mesos.internal.UnregisterFrameworkMessage" => {
                 let m: msg::UnregisterFrameworkMessage = decode(name, body)?;
@@ -951,6 +951,74 @@ mod tests {
             failover: false,
         };
         assert!(reregister.encode_to_vec().ends_with(&[0x18, 0x00]));
+    }
+
+    /// Whatever a body holds, an old-style message becomes a valid call or
+    /// a 400 with a reason; nothing panics.
+    #[test]
+    fn any_body_of_any_message_is_a_valid_call_or_a_reason() {
+        let names = [
+            "mesos.internal.UnregisterFrameworkMessage",
+            "mesos.internal.ResourceRequestMessage",
+            "mesos.internal.LaunchTasksMessage",
+            "mesos.internal.ReviveOffersMessage",
+            "mesos.internal.KillTaskMessage",
+            "mesos.internal.StatusUpdateAcknowledgementMessage",
+            "mesos.internal.FrameworkToExecutorMessage",
+            "mesos.internal.ReconcileTasksMessage",
+        ];
+        // Bodies: random bytes, and real messages cut short or changed in
+        // one byte (which mostly still parse).
+        let launch = msg::LaunchTasksMessage {
+            framework_id: v1::FrameworkId {
+                value: "f".to_string(),
+            },
+            tasks: vec![v1::TaskInfo::default()],
+            filters: v1::Filters::default(),
+            offer_ids: vec![v1::OfferId {
+                value: "o".to_string(),
+            }],
+        }
+        .encode_to_vec();
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let (mut valid, mut refused) = (0, 0);
+        for round in 0..20_000 {
+            let body: Vec<u8> = if round % 2 == 0 {
+                (0..next() % 64).map(|_| next() as u8).collect()
+            } else {
+                let mut b = launch.clone();
+                let cut = (next() as usize) % (b.len() + 1);
+                b.truncate(cut);
+                if let Some(byte) = b.get_mut((next() as usize) % cut.max(1)) {
+                    *byte = next() as u8;
+                }
+                b
+            };
+            let name = names[(next() as usize) % names.len()];
+            match Libprocess::translate(name, &body) {
+                Ok(call) => {
+                    assert!(super::super::http::validate_call(&call).is_ok());
+                    valid += 1;
+                }
+                Err((status, reason)) => {
+                    assert_eq!(status, StatusCode::BAD_REQUEST);
+                    assert!(!reason.is_empty());
+                    refused += 1;
+                }
+            }
+        }
+        assert!(
+            valid > 100 && refused > 100,
+            "{valid} valid, {refused} refused"
+        );
+        let unknown = Libprocess::translate("mesos.internal.Nothing", &[]);
+        assert!(unknown.is_err_and(|(_, r)| r.contains("Unknown message")));
     }
 
     #[test]
