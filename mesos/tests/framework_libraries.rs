@@ -471,29 +471,42 @@ async fn mesos_go_runs_tasks_on_its_own_executor_in_json() {
     mesos_go("json", true).await;
 }
 
-/// mesos-go's v0 driver (libprocess messages both ways): its framework
-/// registers, launches the tasks with LaunchTasksMessage, acknowledges each
-/// update to the master, kills a long task, reconciles a task that never
-/// was (TASK_LOST, as the framework is not partition aware), revives, and
-/// unregisters.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn mesos_go_v0_driver_runs_command_tasks_over_libprocess() {
-    let Some(gopath) = found("mesos-go", "UNISCHED_REQUIRE_MESOS_GO", mesos_go_path()) else {
-        return;
+/// Runs the framework on mesos-go's v0 drivers (libprocess messages both
+/// ways; its tasks on its own executor, on the v0 executor driver, when
+/// `custom`): it registers, launches the tasks with LaunchTasksMessage,
+/// acknowledges each update to the master, kills a long task, reconciles a
+/// task that never was (TASK_LOST, as the framework is not partition
+/// aware), revives, and unregisters. Its summary.
+async fn mesos_go_v0(custom: bool) -> Option<serde_json::Value> {
+    let gopath = found("mesos-go", "UNISCHED_REQUIRE_MESOS_GO", mesos_go_path())?;
+    let name = if custom {
+        "framework-v0-custom"
+    } else {
+        "framework-v0"
     };
     let program = tokio::task::spawn_blocking(move || {
-        build_mesos_go_program(&gopath, "mesos-go-v0/framework.go", "framework-v0")
+        build_mesos_go_program(&gopath, "mesos-go-v0/framework.go", name)
     })
     .await
     .unwrap();
     let framework = Framework {
         program,
-        args: Vec::new(),
+        args: if custom {
+            vec!["-custom".into()]
+        } else {
+            Vec::new()
+        },
         env: Vec::new(),
         dir: None,
-        check_sandboxes: None,
+        check_sandboxes: custom.then(|| {
+            Box::new(|agents: &std::path::Path| {
+                executors_answered_and_ended(agents, "task-", "framework-v0-custom -executor");
+                let notes = lines_of_files(agents, "shutdown.txt");
+                assert_eq!(notes.len(), 2, "each agent's executor noted its SHUTDOWN");
+            }) as SandboxCheck
+        }),
     };
-    let summary = runs_to_completion("mesos-go-v0", framework).await;
+    let summary = runs_to_completion(name, framework).await;
     assert_eq!(summary["registered"], 1, "{summary}");
     assert_eq!(summary["killed"], true, "{summary}");
     assert_eq!(summary["reconciled_unknown_task"], "TASK_LOST", "{summary}");
@@ -502,4 +515,21 @@ async fn mesos_go_v0_driver_runs_command_tasks_over_libprocess() {
         "{summary}"
     );
     assert_eq!(summary["driver_status"], "DRIVER_STOPPED", "{summary}");
+    if custom {
+        let messages = summary["messages"].as_array().expect("messages");
+        assert_eq!(messages.len(), TASKS, "{summary}");
+    }
+    Some(summary)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mesos_go_v0_driver_runs_command_tasks_over_libprocess() {
+    mesos_go_v0(false).await;
+}
+
+/// The tasks on the framework's own executor, on mesos-go's v0 executor
+/// driver: it registers with its agent's process (MESOS_SLAVE_PID).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mesos_go_v0_drivers_run_tasks_on_their_own_executor_over_libprocess() {
+    mesos_go_v0(true).await;
 }

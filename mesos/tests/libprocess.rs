@@ -35,6 +35,8 @@ struct Scheduler {
     thread: Option<std::thread::JoinHandle<()>>,
     http: reqwest::Client,
     master: String,
+    /// Whom its messages come from: the master, or an executor's agent.
+    peer: String,
 }
 
 impl Scheduler {
@@ -101,6 +103,7 @@ impl Scheduler {
             thread: Some(thread),
             http: reqwest::Client::new(),
             master: m.url.clone(),
+            peer: format!("master@{}", m.url.trim_start_matches("http://")),
         }
     }
 
@@ -140,11 +143,7 @@ impl Scheduler {
             .await
             .expect("a message in time")
             .expect("the scheduler runs");
-        assert_eq!(
-            from,
-            format!("master@{}", self.master.trim_start_matches("http://")),
-            "{name}'s sender"
-        );
+        assert_eq!(from, self.peer, "{name}'s sender");
         (name, body)
     }
 
@@ -856,4 +855,214 @@ async fn a_scheduler_that_never_answers_stalls_nothing() {
     );
     let state = m.state().await;
     assert_eq!(state["completed_frameworks"][0]["id"], hung.as_str());
+}
+
+/// An executor on libmesos' executor driver (the older protocol): the test
+/// plays it. The agent starts its command with MESOS_SLAVE_PID naming the
+/// agent's process; the executor registers there and gets its tasks, kills,
+/// acknowledgements, framework messages and shutdown as the older messages,
+/// and its updates and messages reach the scheduler (a v1 one here).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_executor_on_the_native_executor_driver_runs_tasks() {
+    use unisched_mesos::v1::scheduler::event;
+    let m = Master::start(Setup {
+        executor: unisched_mesos::agent::ExecutorKind::Process,
+        ..Setup::default()
+    })
+    .await;
+    let mut f = m
+        .subscribe(
+            common::framework("native-executor", "*"),
+            unisched_mesos::codec::ContentType::Json,
+        )
+        .await;
+    let offer = f.offers().await.remove(0);
+    let mut t = common::task("t1", &offer, "cpus:0.5;mem:64", None);
+    t.command = None;
+    t.executor = Some(Box::new(v1::ExecutorInfo {
+        executor_id: v1::ExecutorId {
+            value: "runner".to_string(),
+        },
+        command: Some(v1::CommandInfo {
+            value: Some("echo \"$MESOS_SLAVE_PID\" > slave_pid; exec sleep 600".to_string()),
+            ..Default::default()
+        }),
+        shutdown_grace_period: Some(v1::DurationInfo {
+            nanoseconds: 200_000_000,
+        }),
+        ..Default::default()
+    }));
+    assert_eq!(f.launch(&offer, vec![t]).await, 202);
+
+    // The agent told the executor where it is.
+    let agent = format!("slave(1)@{}", m.url.trim_start_matches("http://"));
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let told = loop {
+        let found = common::walk(&m.work_dir)
+            .into_iter()
+            .find(|p| p.file_name().is_some_and(|n| n == "slave_pid"))
+            .and_then(|p| std::fs::read_to_string(p).ok())
+            .filter(|t| t.ends_with('\n'));
+        if let Some(t) = found {
+            break t;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "no MESOS_SLAVE_PID");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(told.trim(), agent);
+
+    let mut e = Scheduler::start(&m, "executor(1)");
+    e.peer = agent.clone();
+    let framework_id = id(&f.id);
+    let executor_id = v1::ExecutorId {
+        value: "runner".to_string(),
+    };
+    // Its updates before it registered are refused.
+    let exec_pid = e.pid.clone();
+    let update = |state: v1::TaskState, uuid: u8| msg::StatusUpdateMessage {
+        update: msg::StatusUpdate {
+            framework_id: framework_id.clone(),
+            executor_id: Some(executor_id.clone()),
+            slave_id: Some(offer.agent_id.clone()),
+            status: v1::TaskStatus {
+                task_id: v1::TaskId {
+                    value: "t1".to_string(),
+                },
+                state: state as i32,
+                ..Default::default()
+            },
+            timestamp: 1.0,
+            uuid: Some(vec![uuid; 16]),
+            latest_state: None,
+        },
+        pid: Some(exec_pid.clone()),
+    };
+    let (status, _) = e
+        .send_to(
+            "slave(1)",
+            "mesos.internal.StatusUpdateMessage",
+            update(v1::TaskState::TaskRunning, 1).encode_to_vec(),
+        )
+        .await;
+    assert_eq!(status, 403);
+    let register = msg::RegisterExecutorMessage {
+        framework_id: framework_id.clone(),
+        executor_id: executor_id.clone(),
+    };
+    let (status, _) = e
+        .send_to(
+            "slave(1)",
+            "mesos.internal.RegisterExecutorMessage",
+            register.encode_to_vec(),
+        )
+        .await;
+    assert_eq!(status, 202);
+    let r: msg::ExecutorRegisteredMessage = e.next_of("ExecutorRegisteredMessage").await;
+    assert_eq!(r.executor_info.executor_id, executor_id);
+    assert_eq!(r.framework_id, framework_id);
+    assert_eq!(r.slave_id, offer.agent_id);
+    assert_eq!(r.framework_info.id.as_ref(), Some(&framework_id));
+    let run: msg::RunTaskMessage = e.next_of("RunTaskMessage").await;
+    assert_eq!(run.task.task_id.value, "t1");
+    assert_eq!(run.framework.id.as_ref(), Some(&framework_id));
+
+    // An update with the executor's uuid; the acknowledgement comes back.
+    let http = e.http.clone();
+    let send = |name: &'static str, body: Vec<u8>| {
+        let (http, url, pid) = (http.clone(), m.url.clone(), exec_pid.clone());
+        async move {
+            let r = http
+                .post(format!("{url}/slave(1)/{name}"))
+                .header("Libprocess-From", pid)
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status().as_u16(), 202, "{name}");
+        }
+    };
+    send(
+        "mesos.internal.StatusUpdateMessage",
+        update(v1::TaskState::TaskRunning, 7).encode_to_vec(),
+    )
+    .await;
+    let running = f.update().await;
+    assert_eq!(running.state(), v1::TaskState::TaskRunning);
+    assert_eq!(running.uuid.as_deref(), Some(&[7u8; 16][..]));
+    assert_eq!(running.source(), v1::task_status::Source::Executor);
+    assert_eq!(f.acknowledge(&running).await, 202);
+    let ack: msg::StatusUpdateAcknowledgementMessage =
+        e.next_of("StatusUpdateAcknowledgementMessage").await;
+    assert_eq!(
+        (ack.task_id.value.as_str(), ack.uuid),
+        ("t1", vec![7u8; 16])
+    );
+
+    // Messages both ways.
+    send(
+        "mesos.internal.ExecutorToFrameworkMessage",
+        msg::ExecutorToFrameworkMessage {
+            slave_id: offer.agent_id.clone(),
+            framework_id: framework_id.clone(),
+            executor_id: executor_id.clone(),
+            data: b"up".to_vec(),
+        }
+        .encode_to_vec(),
+    )
+    .await;
+    let got = f.next_of(event::Type::Message).await.message.unwrap();
+    assert_eq!(got.data, b"up");
+    let down = Call {
+        message: Some(call::Message {
+            agent_id: offer.agent_id.clone(),
+            executor_id: executor_id.clone(),
+            data: b"down".to_vec(),
+        }),
+        ..scheduler_call(&f.id, call::Type::Message)
+    };
+    assert_eq!(f.call(down).await.0, 202);
+    let m2: msg::FrameworkToExecutorMessage = e.next_of("FrameworkToExecutorMessage").await;
+    assert_eq!(m2.data, b"down");
+
+    // KILL reaches the executor, which reports the end.
+    let kill = Call {
+        kill: Some(call::Kill {
+            task_id: v1::TaskId {
+                value: "t1".to_string(),
+            },
+            agent_id: Some(offer.agent_id.clone()),
+            kill_policy: None,
+        }),
+        ..scheduler_call(&f.id, call::Type::Kill)
+    };
+    assert_eq!(f.call(kill).await.0, 202);
+    let k: msg::KillTaskMessage = e.next_of("KillTaskMessage").await;
+    assert_eq!(k.task_id.value, "t1");
+    send(
+        "mesos.internal.StatusUpdateMessage",
+        update(v1::TaskState::TaskKilled, 8).encode_to_vec(),
+    )
+    .await;
+    let killed = f.update().await;
+    assert_eq!(killed.state(), v1::TaskState::TaskKilled);
+    assert_eq!(f.acknowledge(&killed).await, 202);
+    e.next_of::<msg::StatusUpdateAcknowledgementMessage>("StatusUpdateAcknowledgementMessage")
+        .await;
+
+    // SHUTDOWN of the executor: the message, then its process is ended.
+    let shutdown = Call {
+        shutdown: Some(call::Shutdown {
+            executor_id: executor_id.clone(),
+            agent_id: offer.agent_id.clone(),
+        }),
+        ..scheduler_call(&f.id, call::Type::Shutdown)
+    };
+    assert_eq!(f.call(shutdown).await.0, 202);
+    let s: msg::ShutdownExecutorMessage = e.next_of("ShutdownExecutorMessage").await;
+    assert_eq!(s.executor_id.as_ref(), Some(&executor_id));
+    let failure = f.next_of(event::Type::Failure).await.failure.unwrap();
+    assert_eq!(failure.executor_id.as_ref(), Some(&executor_id));
+    assert_eq!(f.simple(call::Type::Teardown).await, 202);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    m.expect_empty().await;
 }

@@ -138,6 +138,18 @@ impl ExecutorHub {
         answer.await.map_err(|_| gone())?
     }
 
+    /// The libprocess pid of agent `agent_id` (`slave(N)@ip:port`, the
+    /// master's port), where executors on libmesos' executor driver
+    /// register (MESOS_SLAVE_PID).
+    pub fn agent_pid(&self, agent_id: &str) -> String {
+        let ip = match self.endpoint.ip() {
+            ip if ip.is_unspecified() => std::net::IpAddr::from([127, 0, 0, 1]),
+            ip => ip,
+        };
+        let n = crate::master::units::agent_process(agent_id).unwrap_or(1);
+        format!("slave({n})@{}", SocketAddr::new(ip, self.endpoint.port()))
+    }
+
     fn register(&self, key: Key, inbox: mpsc::UnboundedSender<Input>) {
         self.map().insert(key, inbox);
     }
@@ -873,6 +885,11 @@ impl ExecutorSupervisor {
             (
                 "MESOS_AGENT_ENDPOINT".to_string(),
                 self.hub.endpoint.to_string(),
+            ),
+            // For an executor on libmesos' (libprocess) executor driver.
+            (
+                "MESOS_SLAVE_PID".to_string(),
+                self.hub.agent_pid(&self.shared.agent_id),
             ),
             ("MESOS_DIRECTORY".to_string(), directory.clone()),
             ("MESOS_SANDBOX".to_string(), directory),

@@ -28,6 +28,11 @@ impl Master {
         let now = self.now();
         let mut agent = Agent::new(id.clone(), info, resources, occupied, backend, now);
         agent.pid = self.new_agent_pid();
+        debug_assert_eq!(
+            super::units::agent_process(&id),
+            Some(agent.pid),
+            "an agent's process number follows from its id"
+        );
         agent.url = self.agent_url(&agent);
         self.agents.insert(id.clone(), agent);
         self.sync_pools(&id);

@@ -52,7 +52,11 @@ pub fn router(
     executors: Option<Arc<ExecutorHub>>,
 ) -> Router {
     let edge = Edge {
-        libprocess: super::libprocess::Libprocess::new(master.clone(), stream_capacity),
+        libprocess: super::libprocess::Libprocess::new(
+            master.clone(),
+            stream_capacity,
+            executors.clone(),
+        ),
         master,
         token: token.filter(|t| !t.is_empty()).map(Arc::from),
         stream_capacity,

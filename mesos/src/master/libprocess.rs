@@ -19,6 +19,13 @@
 //! (`FrameworkRegisteredMessage`, `ResourceOffersMessage`,
 //! `StatusUpdateMessage`, ...), POSTed in order to the scheduler's pid.
 //!
+//! Executors on libmesos' executor driver speak the same protocol to their
+//! agent's process (`slave(N)`, which the agent names in MESOS_SLAVE_PID):
+//! an executor session subscribes such an executor to its supervisor
+//! through the [`ExecutorHub`], as the v1 executor API does, and turns its
+//! messages into that API's calls and the subscription's events into the
+//! messages the executor driver installs.
+//!
 //! Ownership: one tokio task a session owns the subscription's receiver,
 //! the outgoing messages and the link to the scheduler (a TCP connection
 //! held open to its pid's address: when it closes and the address no
@@ -39,8 +46,10 @@ use tokio::io::AsyncReadExt;
 use tokio::sync::{mpsc, oneshot};
 
 use super::{CallError, CallOutcome, Input, MasterHandle};
+use crate::agent::custom::{CallAnswer, ExecutorHub};
 use crate::internal as msg;
 use crate::v1;
+use crate::v1::executor;
 use crate::v1::scheduler::call::Type as CallType;
 use crate::v1::scheduler::event::Type as EventType;
 use crate::v1::scheduler::{Call, Event, call};
@@ -154,6 +163,17 @@ pub struct Libprocess {
     client: reqwest::Client,
     sessions: Mutex<Sessions>,
     stream_capacity: usize,
+    /// The process agents' custom executors, for executors on libmesos'
+    /// executor driver (`None`: no process agents).
+    hub: Option<Arc<ExecutorHub>>,
+    /// Registered libprocess executors by (framework, executor) id.
+    executors: Mutex<HashMap<(String, String), ExecutorEntry>>,
+}
+
+/// A registered libprocess executor: its session's inbox of calls.
+struct ExecutorEntry {
+    key: u64,
+    calls: mpsc::UnboundedSender<executor::Call>,
 }
 
 /// The answer to a message: a status and a reason.
@@ -182,7 +202,11 @@ fn new_call(kind: CallType, framework: &v1::FrameworkId) -> Call {
 impl Libprocess {
     /// The edge for `master`; each session's subscription holds
     /// `stream_capacity` events.
-    pub fn new(master: MasterHandle, stream_capacity: usize) -> Arc<Self> {
+    pub fn new(
+        master: MasterHandle,
+        stream_capacity: usize,
+        hub: Option<Arc<ExecutorHub>>,
+    ) -> Arc<Self> {
         // Connections are kept between messages (one a message would leave
         // a socket in TIME_WAIT for each, and a busy framework would run
         // out of ports), but not long: a scheduler closes idle ones
@@ -198,6 +222,8 @@ impl Libprocess {
             client,
             sessions: Mutex::new(Sessions::default()),
             stream_capacity,
+            hub,
+            executors: Mutex::new(HashMap::new()),
         })
     }
 
@@ -271,6 +297,18 @@ impl Libprocess {
                     return self.register(from, call.subscribe.unwrap_or_default(), force);
                 }
                 self.forward(&from, call)
+            }
+            "mesos.internal.RegisterExecutorMessage" => {
+                match decode::<msg::RegisterExecutorMessage>(name, body) {
+                    Ok(m) => self.register_executor(from, process, m),
+                    Err(a) => a,
+                }
+            }
+            "mesos.internal.StatusUpdateMessage" | "mesos.internal.ExecutorToFrameworkMessage" => {
+                match executor_call(name, body) {
+                    Ok(call) => self.executor_call(call),
+                    Err(a) => a,
+                }
             }
             "mesos.internal.DeactivateFrameworkMessage" => {
                 match decode::<msg::DeactivateFrameworkMessage>(name, body) {
@@ -539,6 +577,79 @@ impl Libprocess {
             session.run(events, controls).await;
         });
         accepted()
+    }
+
+    fn executor_sessions(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<(String, String), ExecutorEntry>> {
+        self.executors
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// `RegisterExecutorMessage` from an executor of a process agent, sent
+    /// to the agent's process (`slave(N)`, from its MESOS_SLAVE_PID): a
+    /// session subscribes it to its supervisor as an HTTP executor would.
+    /// A registration again replaces the session (the supervisor takes the
+    /// new subscription in place of the old).
+    fn register_executor(
+        self: &Arc<Self>,
+        from: Upid,
+        process: &str,
+        m: msg::RegisterExecutorMessage,
+    ) -> Answer {
+        let Some(hub) = self.hub.clone() else {
+            return (
+                StatusCode::NOT_FOUND,
+                "no agent here runs executors".to_string(),
+            );
+        };
+        if !is_agent_process(process) {
+            return bad("Executors register with their agent's process (MESOS_SLAVE_PID)");
+        }
+        let id = (m.framework_id.value.clone(), m.executor_id.value.clone());
+        let (calls, inbox) = mpsc::unbounded_channel();
+        let key = {
+            let mut sessions = self.sessions();
+            sessions.next += 1;
+            sessions.next
+        };
+        self.executor_sessions()
+            .insert(id.clone(), ExecutorEntry { key, calls });
+        let agent = format!(
+            "{process}@{}",
+            self.pid().split_once('@').map_or("", |(_, a)| a)
+        );
+        tracing::info!(%from, framework = id.0, executor = id.1, "libprocess: an executor registers");
+        let session = ExecutorSession {
+            edge: Arc::clone(self),
+            hub,
+            key,
+            pid: from,
+            agent,
+            framework: m.framework_id,
+            executor: m.executor_id,
+            framework_info: None,
+            agent_id: None,
+        };
+        tokio::spawn(session.run(inbox));
+        accepted()
+    }
+
+    /// An executor's call (its update or its message), to its session,
+    /// which makes it in the order they came.
+    fn executor_call(&self, call: executor::Call) -> Answer {
+        let id = (
+            call.framework_id.value.clone(),
+            call.executor_id.value.clone(),
+        );
+        match self.executor_sessions().get(&id) {
+            Some(e) if e.calls.send(call).is_ok() => accepted(),
+            _ => (
+                StatusCode::FORBIDDEN,
+                "Executor is not registered".to_string(),
+            ),
+        }
     }
 
     /// True when `framework` is registered through this edge.
@@ -814,44 +925,260 @@ impl Session {
         self.send(name, body).await
     }
 
-    /// POSTs one message to the scheduler; false when it cannot be reached
-    /// (a scheduler that answers but refuses the message only loses it, as
-    /// libprocess drops a message its receiver does not take). A failed
-    /// send is tried once more, on a new connection when the failure was a
-    /// kept one the scheduler closed; a message that did arrive before its
-    /// answer was lost then arrives twice, which the messages allow (an
-    /// update is delivered at least once, an offer or a registration again
-    /// is the same one).
+    /// POSTs one message to the scheduler ([`post`]); false when it
+    /// cannot be reached.
     async fn send(&self, name: &str, body: Vec<u8>) -> bool {
-        let body = Bytes::from(body);
-        let attempt = || {
-            self.edge
-                .client
-                .post(self.pid.url(name))
-                .header("Libprocess-From", self.edge.pid())
-                // As libprocess writes it: mesos-go's server keeps the
-                // connection only when told so in these very letters.
-                .header(axum::http::header::CONNECTION, "Keep-Alive")
-                .header(axum::http::header::CONTENT_TYPE, "application/x-protobuf")
-                .body(body.clone())
-                .send()
+        post(&self.edge.client, &self.pid, &self.edge.pid(), name, body).await
+    }
+}
+
+/// POSTs one message named `name` from process `from` to `to`; false when
+/// `to` cannot be reached (a process that answers but refuses the message
+/// only loses it, as libprocess drops a message its receiver does not
+/// take). A failed send is tried once more, on a new connection when the
+/// failure was a kept one the receiver closed; a message that did arrive
+/// before its answer was lost then arrives twice, which the messages allow
+/// (an update is delivered at least once, an offer or a registration again
+/// is the same one).
+async fn post(client: &reqwest::Client, to: &Upid, from: &str, name: &str, body: Vec<u8>) -> bool {
+    let body = Bytes::from(body);
+    let attempt = || {
+        client
+            .post(to.url(name))
+            .header("Libprocess-From", from)
+            // As libprocess writes it: mesos-go's server keeps the
+            // connection only when told so in these very letters.
+            .header(axum::http::header::CONNECTION, "Keep-Alive")
+            .header(axum::http::header::CONTENT_TYPE, "application/x-protobuf")
+            .body(body.clone())
+            .send()
+    };
+    let sent = match attempt().await {
+        Err(e) if !e.is_timeout() => {
+            tracing::debug!(%to, name, error = ?e, "libprocess: a send failed, tried again");
+            attempt().await
+        }
+        other => other,
+    };
+    match sent {
+        Ok(r) if r.status().is_success() => true,
+        Ok(r) => {
+            tracing::warn!(%to, name, status = %r.status(), "libprocess: a message refused");
+            true
+        }
+        Err(e) => {
+            tracing::info!(%to, name, error = ?e, "libprocess: a process cannot be reached");
+            false
+        }
+    }
+}
+
+/// The executor API call of an executor's older message: its
+/// `StatusUpdateMessage` (UPDATE, with the update's uuid and the executor
+/// as the status' source, as upstream's agent sets them) or its
+/// `ExecutorToFrameworkMessage` (MESSAGE).
+fn executor_call(name: &str, body: &[u8]) -> Result<executor::Call, Answer> {
+    let call = if name == "mesos.internal.StatusUpdateMessage" {
+        let m: msg::StatusUpdateMessage = decode(name, body)?;
+        let update = m.update;
+        let executor_id = update.executor_id.clone().unwrap_or_default();
+        let mut status = update.status;
+        status.uuid = update.uuid;
+        status.source = Some(v1::task_status::Source::Executor as i32);
+        status.executor_id = Some(executor_id.clone());
+        if status.agent_id.is_none() {
+            status.agent_id = update.slave_id;
+        }
+        executor::Call {
+            executor_id,
+            framework_id: update.framework_id,
+            r#type: Some(executor::call::Type::Update as i32),
+            update: Some(executor::call::Update { status }),
+            ..Default::default()
+        }
+    } else {
+        let m: msg::ExecutorToFrameworkMessage = decode(name, body)?;
+        executor::Call {
+            executor_id: m.executor_id,
+            framework_id: m.framework_id,
+            r#type: Some(executor::call::Type::Message as i32),
+            message: Some(executor::call::Message { data: m.data }),
+            ..Default::default()
+        }
+    };
+    crate::agent::custom::validate_call(&call)
+        .map_err(|e| bad(format!("Failed to validate {name}: {e}")))?;
+    Ok(call)
+}
+
+/// A libprocess executor: its subscription to its supervisor, its calls,
+/// and the messages its driver installs, POSTed in order from its agent's
+/// process.
+struct ExecutorSession {
+    edge: Arc<Libprocess>,
+    hub: Arc<ExecutorHub>,
+    key: u64,
+    pid: Upid,
+    /// The agent's pid, as the executor was told it (MESOS_SLAVE_PID).
+    agent: String,
+    framework: v1::FrameworkId,
+    executor: v1::ExecutorId,
+    /// From SUBSCRIBED: what each RunTaskMessage carries.
+    framework_info: Option<v1::FrameworkInfo>,
+    agent_id: Option<v1::AgentId>,
+}
+
+impl ExecutorSession {
+    async fn run(mut self, mut calls: mpsc::UnboundedReceiver<executor::Call>) {
+        let subscribe = executor::Call {
+            executor_id: self.executor.clone(),
+            framework_id: self.framework.clone(),
+            r#type: Some(executor::call::Type::Subscribe as i32),
+            subscribe: Some(executor::call::Subscribe::default()),
+            ..Default::default()
         };
-        let sent = match attempt().await {
-            Err(e) if !e.is_timeout() => {
-                tracing::debug!(pid = %self.pid, name, error = ?e, "libprocess: a send failed, tried again");
-                attempt().await
+        match self.hub.call(subscribe).await {
+            Ok(CallAnswer::Stream(mut events)) => loop {
+                tokio::select! {
+                    event = events.recv() => match event {
+                        Some(e) => {
+                            if !self.deliver(e).await {
+                                break;
+                            }
+                        }
+                        None => break,
+                    },
+                    call = calls.recv() => match call {
+                        Some(c) => {
+                            let kind = c.r#type();
+                            if let Err((status, message)) = self.hub.call(c).await {
+                                tracing::warn!(pid = %self.pid, call = ?kind, status, message, "libprocess: an executor's call refused");
+                            }
+                        }
+                        // Registered again: the new session has it.
+                        None => break,
+                    },
+                }
+            },
+            Ok(CallAnswer::Accepted) => {}
+            Err((status, message)) => {
+                // Upstream's agent shuts an executor it does not know down.
+                tracing::warn!(pid = %self.pid, status, message, "libprocess: an executor's registration refused");
+                self.shutdown().await;
             }
-            other => other,
+        }
+        let mut sessions = self.edge.executor_sessions();
+        let id = (self.framework.value.clone(), self.executor.value.clone());
+        if sessions.get(&id).is_some_and(|e| e.key == self.key) {
+            sessions.remove(&id);
+        }
+    }
+
+    async fn shutdown(&self) -> bool {
+        let body = msg::ShutdownExecutorMessage {
+            executor_id: Some(self.executor.clone()),
+            framework_id: Some(self.framework.clone()),
         };
-        match sent {
-            Ok(r) if r.status().is_success() => true,
-            Ok(r) => {
-                tracing::warn!(pid = %self.pid, name, status = %r.status(), "libprocess: the scheduler refused a message");
+        self.send(
+            "mesos.internal.ShutdownExecutorMessage",
+            body.encode_to_vec(),
+        )
+        .await
+    }
+
+    async fn send(&self, name: &str, body: Vec<u8>) -> bool {
+        post(&self.edge.client, &self.pid, &self.agent, name, body).await
+    }
+
+    /// Sends what a v0 executor driver gets for `event`; false when the
+    /// executor cannot be reached.
+    async fn deliver(&mut self, event: executor::Event) -> bool {
+        use executor::event::Type;
+        let slave_id = self.agent_id.clone().unwrap_or_default();
+        match event.r#type() {
+            Type::Subscribed => {
+                let Some(s) = event.subscribed else {
+                    return true;
+                };
+                let slave_id = s.agent_info.id.clone().unwrap_or_default();
+                self.agent_id = Some(slave_id.clone());
+                self.framework_info = Some(s.framework_info.clone());
+                let body = msg::ExecutorRegisteredMessage {
+                    executor_info: s.executor_info,
+                    framework_id: self.framework.clone(),
+                    framework_info: s.framework_info,
+                    slave_id,
+                    slave_info: s.agent_info,
+                };
+                self.send(
+                    "mesos.internal.ExecutorRegisteredMessage",
+                    body.encode_to_vec(),
+                )
+                .await
+            }
+            Type::Launch => match event.launch {
+                Some(l) => {
+                    let body = msg::RunTaskMessage {
+                        framework_id: Some(self.framework.clone()),
+                        framework: self.framework_info.clone().unwrap_or_default(),
+                        pid: Some(self.edge.pid()),
+                        task: l.task,
+                    };
+                    self.send("mesos.internal.RunTaskMessage", body.encode_to_vec())
+                        .await
+                }
+                None => true,
+            },
+            Type::Kill => match event.kill {
+                Some(k) => {
+                    let body = msg::KillTaskMessage {
+                        framework_id: self.framework.clone(),
+                        task_id: k.task_id,
+                        kill_policy: k.kill_policy,
+                    };
+                    self.send("mesos.internal.KillTaskMessage", body.encode_to_vec())
+                        .await
+                }
+                None => true,
+            },
+            Type::Acknowledged => match event.acknowledged {
+                Some(a) => {
+                    let body = msg::StatusUpdateAcknowledgementMessage {
+                        slave_id,
+                        framework_id: self.framework.clone(),
+                        task_id: a.task_id,
+                        uuid: a.uuid,
+                    };
+                    self.send(
+                        "mesos.internal.StatusUpdateAcknowledgementMessage",
+                        body.encode_to_vec(),
+                    )
+                    .await
+                }
+                None => true,
+            },
+            Type::Message => match event.message {
+                Some(m) => {
+                    let body = msg::FrameworkToExecutorMessage {
+                        slave_id,
+                        framework_id: self.framework.clone(),
+                        executor_id: self.executor.clone(),
+                        data: m.data,
+                    };
+                    self.send(
+                        "mesos.internal.FrameworkToExecutorMessage",
+                        body.encode_to_vec(),
+                    )
+                    .await
+                }
+                None => true,
+            },
+            Type::Shutdown => self.shutdown().await,
+            // Task groups go only to executors of the v1 API (upstream's
+            // default executor); heartbeats are the link's business.
+            other => {
+                tracing::debug!(pid = %self.pid, event = ?other, "libprocess: an executor event with no v0 message");
                 true
-            }
-            Err(e) => {
-                tracing::info!(pid = %self.pid, name, error = ?e, "libprocess: the scheduler cannot be reached");
-                false
             }
         }
     }

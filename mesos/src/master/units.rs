@@ -279,6 +279,15 @@ fn joined(parts: &[&str]) -> String {
     out
 }
 
+/// The libprocess process number of agent `agent_id` (`slave(N)`): the
+/// master numbers its agents from 1 in the order of their ids (`<master
+/// id>-S0` is `slave(1)`), so an agent's own code can name its pid (an
+/// executor's MESOS_SLAVE_PID) from its id alone.
+pub fn agent_process(agent_id: &str) -> Option<u32> {
+    let (_, n) = agent_id.rsplit_once("-S")?;
+    n.parse::<u32>().ok()?.checked_add(1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -436,5 +445,14 @@ mod tests {
         // Saturated at the end of i64 rather than wrapped.
         let huge = to_core(&[scalar("disk", 1.0e300), scalar("disk", 1.0e300)]);
         assert_eq!(q(&huge, "disk"), Some(i64::MAX));
+    }
+
+    #[test]
+    fn an_agents_process_follows_from_its_id() {
+        assert_eq!(agent_process("c0ffee-S0"), Some(1));
+        assert_eq!(agent_process("a-b-S12"), Some(13));
+        for no in ["c0ffee", "c0ffee-S", "c0ffee-Sx", "c0ffee-S4294967295"] {
+            assert_eq!(agent_process(no), None, "{no}");
+        }
     }
 }

@@ -22,7 +22,17 @@
 // non-zero with the reason otherwise. Used by
 // mesos/tests/framework_libraries.rs.
 //
-// Usage: framework MASTER TASKS
+// With -custom the tasks run on the framework's own executor instead: this
+// program again, run by the agent with -executor, on mesos-go's v0
+// executor driver (libprocess too: it registers with the agent's process
+// that MESOS_SLAVE_PID names). It reports each task's states, writes
+// `<task id>/out.txt` in its sandbox, sends the scheduler a message per
+// task and records the replies in `replies.txt`, and notes its SHUTDOWN in
+// `shutdown.txt`; the scheduler then also waits for every message.
+//
+// Usage: framework [-custom] MASTER TASKS
+//
+//	framework -executor (as the agent starts it)
 package main
 
 import (
@@ -35,15 +45,18 @@ import (
 	"time"
 
 	"github.com/gogo/protobuf/proto"
+	"github.com/mesos/mesos-go/api/v0/executor"
 	mesos "github.com/mesos/mesos-go/api/v0/mesosproto"
 	util "github.com/mesos/mesos-go/api/v0/mesosutil"
 	sched "github.com/mesos/mesos-go/api/v0/scheduler"
 )
 
 const (
-	taskCPUs = 0.5
-	taskMem  = 64.0
-	killed   = "long-running"
+	taskCPUs     = 0.5
+	taskMem      = 64.0
+	executorCPUs = 0.1
+	executorMem  = 32.0
+	killed       = "long-running"
 )
 
 type summary struct {
@@ -60,6 +73,7 @@ type summary struct {
 	Errors       []string          `json:"errors"`
 	TimedOut     bool              `json:"timed_out"`
 	DriverStatus string            `json:"driver_status"`
+	Messages     []string          `json:"messages"`
 }
 
 type framework struct {
@@ -67,9 +81,13 @@ type framework struct {
 	tasks    int
 	launched int
 	long     bool
-	s        summary
-	done     chan struct{}
-	closed   bool
+	// Set with -custom: the executor's command line, and the executors
+	// started so far (their resources are held once).
+	executor  string
+	executors map[string]bool
+	s         summary
+	done      chan struct{}
+	closed    bool
 }
 
 func (f *framework) finishLocked() {
@@ -104,7 +122,7 @@ func scalar(o *mesos.Offer, name string) float64 {
 }
 
 func (f *framework) task(o *mesos.Offer, id, command string) *mesos.TaskInfo {
-	return &mesos.TaskInfo{
+	task := &mesos.TaskInfo{
 		Name:    proto.String(id),
 		TaskId:  util.NewTaskID(id),
 		SlaveId: o.SlaveId,
@@ -112,6 +130,25 @@ func (f *framework) task(o *mesos.Offer, id, command string) *mesos.TaskInfo {
 		Resources: []*mesos.Resource{
 			util.NewScalarResource("cpus", taskCPUs),
 			util.NewScalarResource("mem", taskMem),
+		},
+	}
+	if f.executor != "" {
+		task.Command = nil
+		task.Executor = f.executorInfo(o)
+	}
+	return task
+}
+
+// executorInfo is the framework's own executor on the offer's agent.
+func (f *framework) executorInfo(o *mesos.Offer) *mesos.ExecutorInfo {
+	id := "go-v0-runner-" + o.GetSlaveId().GetValue()
+	return &mesos.ExecutorInfo{
+		ExecutorId: util.NewExecutorID(id),
+		Name:       proto.String(id),
+		Command:    util.NewCommandInfo(f.executor),
+		Resources: []*mesos.Resource{
+			util.NewScalarResource("cpus", executorCPUs),
+			util.NewScalarResource("mem", executorMem),
 		},
 	}
 }
@@ -122,6 +159,13 @@ func (f *framework) ResourceOffers(d sched.SchedulerDriver, offers []*mesos.Offe
 	for _, o := range offers {
 		f.s.Offers++
 		cpus, mem := scalar(o, "cpus"), scalar(o, "mem")
+		if f.executor != "" {
+			id := f.executorInfo(o).GetExecutorId().GetValue()
+			if !f.executors[id] {
+				cpus -= executorCPUs
+				mem -= executorMem
+			}
+		}
 		var tasks []*mesos.TaskInfo
 		for cpus >= taskCPUs && mem >= taskMem {
 			var t *mesos.TaskInfo
@@ -136,6 +180,9 @@ func (f *framework) ResourceOffers(d sched.SchedulerDriver, offers []*mesos.Offe
 			}
 			if t == nil {
 				break
+			}
+			if t.Executor != nil {
+				f.executors[t.Executor.GetExecutorId().GetValue()] = true
 			}
 			tasks = append(tasks, t)
 			cpus -= taskCPUs
@@ -181,12 +228,26 @@ func (f *framework) StatusUpdate(d sched.SchedulerDriver, s *mesos.TaskStatus) {
 		f.s.Failed = append(f.s.Failed, id+": "+s.GetState().String()+" "+s.GetMessage())
 		f.finishLocked()
 	}
-	if f.s.Finished == f.tasks && f.s.Killed && f.s.Reconciled != "" {
+	f.checkLocked()
+}
+
+// checkLocked ends the run once every task ended, the long one was killed
+// and the reconciliation answered (and, with -custom, every task's message
+// came).
+func (f *framework) checkLocked() {
+	messagesDone := f.executor == "" || len(f.s.Messages) >= f.tasks
+	if f.s.Finished == f.tasks && f.s.Killed && f.s.Reconciled != "" && messagesDone {
 		f.finishLocked()
 	}
 }
 
-func (f *framework) FrameworkMessage(sched.SchedulerDriver, *mesos.ExecutorID, *mesos.SlaveID, string) {
+// FrameworkMessage records an executor's message and answers it.
+func (f *framework) FrameworkMessage(d sched.SchedulerDriver, e *mesos.ExecutorID, a *mesos.SlaveID, m string) {
+	f.mu.Lock()
+	f.s.Messages = append(f.s.Messages, m)
+	f.checkLocked()
+	f.mu.Unlock()
+	d.SendFrameworkMessage(e, a, "thanks "+m)
 }
 func (f *framework) SlaveLost(sched.SchedulerDriver, *mesos.SlaveID) {}
 func (f *framework) ExecutorLost(sched.SchedulerDriver, *mesos.ExecutorID, *mesos.SlaveID, int) {
@@ -200,24 +261,40 @@ func (f *framework) Error(_ sched.SchedulerDriver, message string) {
 }
 
 func main() {
-	if len(os.Args) != 3 {
-		fmt.Fprintln(os.Stderr, "usage: framework MASTER TASKS")
+	args := os.Args[1:]
+	if len(args) == 1 && args[0] == "-executor" {
+		os.Exit(runExecutor())
+	}
+	custom := len(args) > 0 && args[0] == "-custom"
+	if custom {
+		args = args[1:]
+	}
+	if len(args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: framework [-custom] MASTER TASKS")
 		os.Exit(2)
 	}
-	tasks, err := strconv.Atoi(os.Args[2])
+	tasks, err := strconv.Atoi(args[1])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "TASKS:", err)
 		os.Exit(2)
 	}
-	f := &framework{tasks: tasks, done: make(chan struct{})}
+	f := &framework{tasks: tasks, done: make(chan struct{}), executors: map[string]bool{}}
 	f.s.States = map[string]string{}
+	if custom {
+		self, err := os.Executable()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "own path:", err)
+			os.Exit(1)
+		}
+		f.executor = self + " -executor"
+	}
 	driver, err := sched.NewMesosSchedulerDriver(sched.DriverConfig{
 		Scheduler: f,
 		Framework: &mesos.FrameworkInfo{
 			User: proto.String(""),
 			Name: proto.String("mesos-go-v0"),
 		},
-		Master:         os.Args[1],
+		Master:         args[0],
 		BindingAddress: net.ParseIP("127.0.0.1"),
 	})
 	if err != nil {
@@ -247,4 +324,90 @@ func main() {
 	if !ok {
 		os.Exit(1)
 	}
+}
+
+// runner is the executor, on mesos-go's v0 executor driver: each task
+// reports TASK_RUNNING, writes its file, messages the scheduler and
+// finishes; the long one runs until it is killed.
+type runner struct {
+	mu   sync.Mutex
+	done chan struct{}
+}
+
+func (r *runner) report(d executor.ExecutorDriver, task *mesos.TaskID, state mesos.TaskState) {
+	if _, err := d.SendStatusUpdate(&mesos.TaskStatus{TaskId: task, State: state.Enum()}); err != nil {
+		fmt.Fprintln(os.Stderr, "status update:", err)
+	}
+}
+
+func (r *runner) Registered(executor.ExecutorDriver, *mesos.ExecutorInfo, *mesos.FrameworkInfo, *mesos.SlaveInfo) {
+}
+func (r *runner) Reregistered(executor.ExecutorDriver, *mesos.SlaveInfo) {}
+func (r *runner) Disconnected(executor.ExecutorDriver)                   {}
+
+func (r *runner) LaunchTask(d executor.ExecutorDriver, task *mesos.TaskInfo) {
+	go func() {
+		r.report(d, task.TaskId, mesos.TaskState_TASK_RUNNING)
+		id := task.GetTaskId().GetValue()
+		if id == killed {
+			return
+		}
+		if err := os.MkdirAll(id, 0o755); err != nil {
+			r.report(d, task.TaskId, mesos.TaskState_TASK_FAILED)
+			return
+		}
+		if err := os.WriteFile(id+"/out.txt", []byte("hello from "+id+"\n"), 0o644); err != nil {
+			r.report(d, task.TaskId, mesos.TaskState_TASK_FAILED)
+			return
+		}
+		if _, err := d.SendFrameworkMessage(id); err != nil {
+			fmt.Fprintln(os.Stderr, "framework message:", err)
+		}
+		r.report(d, task.TaskId, mesos.TaskState_TASK_FINISHED)
+	}()
+}
+
+func (r *runner) KillTask(d executor.ExecutorDriver, task *mesos.TaskID) {
+	r.report(d, task, mesos.TaskState_TASK_KILLED)
+}
+
+func (r *runner) FrameworkMessage(_ executor.ExecutorDriver, message string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f, err := os.OpenFile("replies.txt", os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err == nil {
+		_, _ = f.WriteString(message + "\n")
+		_ = f.Close()
+	}
+}
+
+func (r *runner) Shutdown(executor.ExecutorDriver) {
+	if err := os.WriteFile("shutdown.txt", []byte("shutdown\n"), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, "shutdown note:", err)
+	}
+	close(r.done)
+}
+
+func (r *runner) Error(_ executor.ExecutorDriver, message string) {
+	fmt.Fprintln(os.Stderr, "executor error:", message)
+}
+
+// runExecutor runs the executor until SHUTDOWN; its exit code.
+func runExecutor() int {
+	r := &runner{done: make(chan struct{})}
+	driver, err := executor.NewMesosExecutorDriver(executor.DriverConfig{
+		Executor:       r,
+		BindingAddress: net.ParseIP("127.0.0.1"),
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "executor driver:", err)
+		return 1
+	}
+	if _, err := driver.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "executor start:", err)
+		return 1
+	}
+	<-r.done
+	_, _ = driver.Stop()
+	return 0
 }
