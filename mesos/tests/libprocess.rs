@@ -210,6 +210,19 @@ async fn reregister(s: &Scheduler, info: &v1::FrameworkInfo, f: &str, failover: 
     .await;
 }
 
+/// Registers a framework named `name` (RegisterFrameworkMessage); its id.
+async fn register(s: &mut Scheduler, name: &str) -> String {
+    let register = msg::RegisterFrameworkMessage {
+        framework: framework_info(name, None),
+    };
+    s.send(
+        "mesos.internal.RegisterFrameworkMessage",
+        register.encode_to_vec(),
+    )
+    .await;
+    registered(s).await
+}
+
 async fn registered(s: &mut Scheduler) -> String {
     let r: msg::FrameworkRegisteredMessage = s.next_of("FrameworkRegisteredMessage").await;
     assert_eq!(
@@ -549,15 +562,7 @@ async fn a_scheduler_that_exits_is_disconnected() {
     })
     .await;
     let mut s = Scheduler::start(&m, "scheduler(1)");
-    s.send(
-        "mesos.internal.RegisterFrameworkMessage",
-        msg::RegisterFrameworkMessage {
-            framework: framework_info("gone", None),
-        }
-        .encode_to_vec(),
-    )
-    .await;
-    let f = registered(&mut s).await;
+    let f = register(&mut s, "gone").await;
     m.allocate().await;
     let o = offers(&mut s).await;
     let launch = msg::LaunchTasksMessage {
@@ -787,15 +792,7 @@ async fn a_scheduler_that_never_answers_stalls_nothing() {
     })
     .await;
     let mut s = Scheduler::start(&m, "scheduler(1)");
-    s.send(
-        "mesos.internal.RegisterFrameworkMessage",
-        msg::RegisterFrameworkMessage {
-            framework: framework_info("hung", None),
-        }
-        .encode_to_vec(),
-    )
-    .await;
-    let hung = registered(&mut s).await;
+    let hung = register(&mut s, "hung").await;
     m.allocate().await;
     assert_eq!(offers(&mut s).await.offers.len(), 2);
     s.hang.store(true, std::sync::atomic::Ordering::Relaxed);
