@@ -142,12 +142,18 @@ impl ExecutorHub {
     /// master's port), where executors on libmesos' executor driver
     /// register (MESOS_SLAVE_PID).
     pub fn agent_pid(&self, agent_id: &str) -> String {
+        let n = crate::master::units::agent_process(agent_id).unwrap_or(1);
+        self.process_pid(&format!("slave({n})"))
+    }
+
+    /// The pid of process `process` served on the agents' port (127.0.0.1
+    /// for a port served on every address).
+    pub fn process_pid(&self, process: &str) -> String {
         let ip = match self.endpoint.ip() {
             ip if ip.is_unspecified() => std::net::IpAddr::from([127, 0, 0, 1]),
             ip => ip,
         };
-        let n = crate::master::units::agent_process(agent_id).unwrap_or(1);
-        format!("slave({n})@{}", SocketAddr::new(ip, self.endpoint.port()))
+        format!("{process}@{}", SocketAddr::new(ip, self.endpoint.port()))
     }
 
     fn register(&self, key: Key, inbox: mpsc::UnboundedSender<Input>) {

@@ -616,10 +616,7 @@ impl Libprocess {
         };
         self.executor_sessions()
             .insert(id.clone(), ExecutorEntry { key, calls });
-        let agent = format!(
-            "{process}@{}",
-            self.pid().split_once('@').map_or("", |(_, a)| a)
-        );
+        let agent = hub.process_pid(process);
         tracing::info!(%from, framework = id.0, executor = id.1, "libprocess: an executor registers");
         let session = ExecutorSession {
             edge: Arc::clone(self),
