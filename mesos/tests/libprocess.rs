@@ -657,7 +657,7 @@ async fn bad_libprocess_messages_are_refused_with_a_reason() {
         ..Setup::default()
     })
     .await;
-    let s = Scheduler::start(&guarded, "scheduler(1)");
+    let mut s = Scheduler::start(&guarded, "scheduler(1)");
     let (status, text) = s
         .send_to(
             "master",
@@ -670,6 +670,39 @@ async fn bad_libprocess_messages_are_refused_with_a_reason() {
         .await;
     assert_eq!(status, 401);
     assert!(text.contains("--token"), "{text}");
+    // A scheduler's message to an agent's process too; an executor's is
+    // not behind the token.
+    let to_executor = msg::FrameworkToExecutorMessage {
+        slave_id: v1::AgentId::default(),
+        framework_id: id("f"),
+        executor_id: v1::ExecutorId::default(),
+        data: Vec::new(),
+    };
+    let (status, _) = s
+        .send_to(
+            "slave(1)",
+            "mesos.internal.FrameworkToExecutorMessage",
+            to_executor.encode_to_vec(),
+        )
+        .await;
+    assert_eq!(status, 401);
+    let register = msg::RegisterExecutorMessage {
+        framework_id: id("f"),
+        executor_id: v1::ExecutorId::default(),
+    };
+    let (status, text) = s
+        .send_to(
+            "slave(1)",
+            "mesos.internal.RegisterExecutorMessage",
+            register.encode_to_vec(),
+        )
+        .await;
+    assert_eq!(status, 202, "{text}");
+    // An executor its agent does not know is shut down, as upstream's agent
+    // does.
+    s.peer = format!("slave(1)@{}", guarded.url.trim_start_matches("http://"));
+    let shutdown: msg::ShutdownExecutorMessage = s.next_of("ShutdownExecutorMessage").await;
+    assert_eq!(shutdown.framework_id, Some(id("f")));
     assert!(
         guarded.state().await["frameworks"]
             .as_array()

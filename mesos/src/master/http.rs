@@ -628,8 +628,10 @@ fn subscribe_stream(
 }
 
 /// A libprocess message (`/master/mesos.internal.RegisterFrameworkMessage`,
-/// ...): the older scheduler protocol of libmesos' native driver. It cannot
-/// carry the `--token`, so with one set it is refused.
+/// ...): the older protocol of libmesos' native drivers. It cannot carry
+/// the `--token`, so with one set a scheduler's messages are refused; an
+/// executor's are not (as the executor API, which executors are not given
+/// the token for).
 async fn libprocess_message(
     State(edge): State<Edge>,
     Path((process, message)): Path<(String, String)>,
@@ -637,7 +639,10 @@ async fn libprocess_message(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    if edge.token.is_some() && super::libprocess::sender(&headers).is_some() {
+    if edge.token.is_some()
+        && super::libprocess::sender(&headers).is_some()
+        && !super::libprocess::from_executor(&message)
+    {
         return text(
             StatusCode::UNAUTHORIZED,
             "This master requires a token (--token), which the libprocess protocol cannot carry; use the v1 scheduler API (/api/v1/scheduler)",

@@ -114,6 +114,17 @@ pub fn sender(headers: &HeaderMap) -> Option<Upid> {
         .and_then(Upid::parse)
 }
 
+/// True for the messages an executor sends its agent (which, as the
+/// executor API, are not behind `--token`).
+pub fn from_executor(name: &str) -> bool {
+    matches!(
+        name,
+        "mesos.internal.RegisterExecutorMessage"
+            | "mesos.internal.StatusUpdateMessage"
+            | "mesos.internal.ExecutorToFrameworkMessage"
+    )
+}
+
 /// How long one message may take to be taken by the scheduler.
 const SEND_TIMEOUT: Duration = Duration::from_secs(10);
 
