@@ -436,15 +436,20 @@ impl Libprocess {
         Ok(call)
     }
 
-    /// The session of `framework`, if `from` is its scheduler.
-    fn session_of(&self, from: &Upid, framework: &str) -> Result<(String, String), Answer> {
+    /// The stream id and control channel of `framework`'s session, if
+    /// `from` is its scheduler.
+    fn session_of(
+        &self,
+        from: &Upid,
+        framework: &str,
+    ) -> Result<(String, mpsc::UnboundedSender<Control>), Answer> {
         let sessions = self.sessions();
         let entry = sessions
             .by_framework
             .get(framework)
             .and_then(|k| sessions.by_key.get(k));
         match entry {
-            Some(e) if &e.pid == from => Ok((framework.to_string(), e.stream_id.clone())),
+            Some(e) if &e.pid == from => Ok((e.stream_id.clone(), e.control.clone())),
             Some(e) => {
                 tracing::warn!(%from, framework, registered = %e.pid, "libprocess: a message not from the framework's scheduler, dropped");
                 Err((
@@ -474,8 +479,8 @@ impl Libprocess {
             .as_ref()
             .map(|f| f.value.clone())
             .unwrap_or_default();
-        let (framework, stream_id) = match self.session_of(from, &framework) {
-            Ok(s) => s,
+        let stream_id = match self.session_of(from, &framework) {
+            Ok((stream_id, _)) => stream_id,
             Err(a) => return a,
         };
         let kind = call.r#type();
@@ -503,18 +508,13 @@ impl Libprocess {
 
     /// `DeactivateFrameworkMessage`: the scheduler stops for a failover.
     fn deactivate(&self, from: &Upid, framework: &str) -> Answer {
-        if let Err(a) = self.session_of(from, framework) {
-            return a;
+        match self.session_of(from, framework) {
+            Ok((_, control)) => {
+                let _ = control.send(Control::Deactivate);
+                accepted()
+            }
+            Err(a) => a,
         }
-        let sessions = self.sessions();
-        if let Some(e) = sessions
-            .by_framework
-            .get(framework)
-            .and_then(|k| sessions.by_key.get(k))
-        {
-            let _ = e.control.send(Control::Deactivate);
-        }
-        accepted()
     }
 
     /// A registration (either message, or a SUBSCRIBE call) from `from`;
