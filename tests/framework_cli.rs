@@ -41,6 +41,8 @@ fn args(master: String, tasks: usize, command: &str) -> FrameworkArgs {
         master_timeout: 10.0,
         refuse_seconds: 5.0,
         token: None,
+        principal: None,
+        secret: None,
     }
 }
 
@@ -140,4 +142,52 @@ fn unusable_flags_are_refused() {
     a.cpus = 1.0;
     a.master = "zk://zk:2181/mesos".to_string();
     assert!(execute(&a, |_| {}).is_err());
+}
+
+/// `--principal` and `--secret` against a master that requires HTTP Basic
+/// credentials: the right ones run the batch as that principal, a wrong
+/// secret is refused with the master's 401.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_principal_and_secret_authenticate_the_framework() {
+    let options = LocalOptions {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        agents: 1,
+        agent_resources: Resources::parse("cpus:2;mem:1024").unwrap(),
+        executor: ExecutorKind::Process,
+        work_dir: std::env::temp_dir().join(format!(
+            "unisched-framework-cli-auth-{}",
+            std::process::id()
+        )),
+        credentials: Some(unisched_mesos::master::auth::Credentials::from_pairs([(
+            "batcher", "s3cret",
+        )])),
+        authenticate_http_frameworks: true,
+        ..LocalOptions::default()
+    };
+    let c = local::start(Scheduler::start(SchedulerOptions::default()), options)
+        .await
+        .expect("cluster starts");
+    let mut a = args(format!("http://{}", c.addr), 2, "true");
+    a.principal = Some("batcher".to_string());
+    a.secret = Some("nope".to_string());
+    match run(a.clone()).await.outcome {
+        Outcome::Failed(why) => assert!(why.contains("401"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    a.secret = Some("s3cret".to_string());
+    assert_eq!(run(a).await.outcome, Outcome::Finished);
+    let state = c
+        .master
+        .query(unisched_mesos::master::report::Query::State)
+        .await
+        .expect("the master runs");
+    let principals: Vec<&serde_json::Value> = state["completed_frameworks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| &f["principal"])
+        .collect();
+    assert!(!principals.is_empty(), "{state}");
+    assert!(principals.iter().all(|p| *p == "batcher"), "{state}");
+    c.stop();
 }

@@ -34,6 +34,12 @@ pub struct LocalOptions {
     pub work_dir: PathBuf,
     /// Bearer token required on the scheduler API; none by default.
     pub token: Option<String>,
+    /// Principals frameworks authenticate as (Mesos' `--credentials`).
+    pub credentials: Option<crate::master::auth::Credentials>,
+    /// Libprocess frameworks must authenticate (SASL) before registering.
+    pub authenticate_frameworks: bool,
+    /// Scheduler API calls must carry Basic credentials.
+    pub authenticate_http_frameworks: bool,
 }
 
 impl Default for LocalOptions {
@@ -47,6 +53,9 @@ impl Default for LocalOptions {
             executor: ExecutorKind::Process,
             work_dir: std::env::temp_dir().join("unisched-mesos"),
             token: None,
+            credentials: None,
+            authenticate_frameworks: false,
+            authenticate_http_frameworks: false,
         }
     }
 }
@@ -105,6 +114,13 @@ pub async fn start(
     scheduler: Scheduler,
     options: LocalOptions,
 ) -> Result<LocalCluster, StartError> {
+    let access = crate::master::auth::Access {
+        credentials: options.credentials.clone(),
+        authenticate_frameworks: options.authenticate_frameworks,
+        authenticate_http_frameworks: options.authenticate_http_frameworks,
+        ..crate::master::auth::Access::token(options.token.as_deref())
+    };
+    access.validate().map_err(StartError::Authentication)?;
     let listener = crate::master::http::listen(options.addr)?;
     let addr = listener.local_addr()?;
     let mut settings = options.settings.clone();
@@ -144,7 +160,7 @@ pub async fn start(
     }
     let router = crate::master::http::router(
         master.clone(),
-        options.token.as_deref(),
+        access,
         settings.stream_capacity,
         Some(executors),
     );

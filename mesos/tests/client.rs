@@ -354,6 +354,157 @@ async fn a_token_is_sent_and_a_missing_one_is_unauthorized() {
     }
 }
 
+/// `--mesos-authenticate-http-frameworks`: HTTP Basic credentials of
+/// `--mesos-credentials`, Mesos' 401 challenge and principal checks; the
+/// token still admits a call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn frameworks_authenticate_with_basic_credentials_as_in_mesos() {
+    use base64::Engine as _;
+    let m = Master::start(Setup {
+        token: Some("secret".to_string()),
+        credentials: &[("alice", "wonder:land"), ("bob", "builder")],
+        authenticate_http_frameworks: true,
+        ..Setup::default()
+    })
+    .await;
+    // "wonder:land" holds a ':', which Basic cannot carry (as in Mesos).
+    let m2 = Master::start(Setup {
+        credentials: &[("alice", "wonderland"), ("bob", "builder")],
+        authenticate_http_frameworks: true,
+        ..Setup::default()
+    })
+    .await;
+    let basic = |p: &str, s: &str| {
+        format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(format!("{p}:{s}"))
+        )
+    };
+    let raw = m2
+        .http
+        .post(format!("{}/api/v1/scheduler", m2.url))
+        .header("Content-Type", "application/json")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(raw.status().as_u16(), 401);
+    assert_eq!(
+        raw.headers()["WWW-Authenticate"],
+        "Basic realm=\"mesos-master-scheduler\""
+    );
+    let e = Client::new(
+        &m.url,
+        ClientOptions {
+            credential: Some(("alice".into(), "wonder:land".into())),
+            ..support::client_options(ContentType::Json)
+        },
+    )
+    .unwrap()
+    .subscribe(subscribe_call(framework("f", "r1")))
+    .await
+    .unwrap_err();
+    assert!(matches!(e, ClientError::Unauthorized(_)), "{e:?}");
+    for (n, ct) in ENCODINGS.into_iter().enumerate() {
+        let client = |p: &str, s: &str| {
+            Client::new(
+                &m2.url,
+                ClientOptions {
+                    credential: Some((p.to_string(), s.to_string())),
+                    ..support::client_options(ct)
+                },
+            )
+            .unwrap()
+        };
+        for (p, s) in [("alice", "wonder"), ("carol", "wonderland"), ("", "")] {
+            let e = client(p, s)
+                .subscribe(subscribe_call(framework("f", "r1")))
+                .await
+                .unwrap_err();
+            assert!(matches!(e, ClientError::Unauthorized(_)), "{p}: {e:?}");
+        }
+        // FrameworkInfo.principal must be the authenticated one.
+        let mut as_bob = framework("f", "r1");
+        as_bob.principal = Some("bob".to_string());
+        let e = client("alice", "wonderland")
+            .subscribe(subscribe_call(as_bob))
+            .await
+            .unwrap_err();
+        assert_eq!(e.status(), Some(400), "{e:?}");
+        assert!(
+            e.to_string().contains(
+                "Authenticated principal 'alice' does not match principal 'bob' set in `FrameworkInfo`"
+            ),
+            "{e}"
+        );
+        // Left out, it is set to it.
+        let alice = client("alice", "wonderland");
+        let mut sub = alice
+            .subscribe(subscribe_call(framework(&format!("alice-{n}"), "r1")))
+            .await
+            .unwrap();
+        let id = alice.framework_id().unwrap();
+        next_of(&mut sub, event::Type::Offers).await;
+        let state = m2.state().await;
+        let f = state["frameworks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["id"] == id.value.as_str())
+            .unwrap()
+            .clone();
+        assert_eq!(f["principal"], "alice");
+        alice.revive(call::Revive::default()).await.unwrap();
+        // Bob's credential on alice's framework's stream.
+        let revive = Call {
+            framework_id: Some(id.clone()),
+            r#type: Some(call::Type::Revive as i32),
+            ..Default::default()
+        };
+        let body = unisched_mesos::codec::encode(&revive, ContentType::Json);
+        let stream = alice.stream_id().unwrap();
+        let (status, text) = m2
+            .post(
+                body.clone(),
+                &[
+                    ("Content-Type", "application/json"),
+                    ("Mesos-Stream-Id", &stream),
+                    ("Authorization", &basic("bob", "builder")),
+                ],
+            )
+            .await;
+        assert_eq!(status, 400, "{text}");
+        assert_eq!(
+            text,
+            "Authenticated principal 'bob' does not match principal 'alice' set in `FrameworkInfo`"
+        );
+        alice.teardown().await.unwrap();
+    }
+    // The token admits a call with no principal to check.
+    let with_token = Client::new(
+        &m.url,
+        ClientOptions {
+            token: Some("secret".to_string()),
+            ..support::client_options(ContentType::Protobuf)
+        },
+    )
+    .unwrap();
+    let _open = with_token
+        .subscribe(subscribe_call(framework("t", "r1")))
+        .await
+        .unwrap();
+    with_token.revive(call::Revive::default()).await.unwrap();
+    // Without credentials the flag is refused at start, as Mesos exits.
+    let e = Master::try_start(Setup {
+        authenticate_http_frameworks: true,
+        ..Setup::default()
+    })
+    .await
+    .err()
+    .expect("refused");
+    assert!(e.to_string().contains("--mesos-credentials"), "{e}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_content_type_shares_the_session_and_switches_the_encoding() {
     let m = Master::start(Setup::default()).await;

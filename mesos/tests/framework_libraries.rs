@@ -87,7 +87,15 @@ struct Framework {
     dir: Option<&'static str>,
     /// More checks of the agents' work directory once it is torn down.
     check_sandboxes: Option<SandboxCheck>,
+    /// The master requires authentication (`--mesos-credentials` with
+    /// `--mesos-authenticate-frameworks` and
+    /// `--mesos-authenticate-http-frameworks`), and the framework is given
+    /// its credential in FRAMEWORK_PRINCIPAL and FRAMEWORK_SECRET.
+    authenticated: bool,
 }
+
+/// The principal and secret of [`Framework::authenticated`] runs.
+const CREDENTIAL: (&str, &str) = ("tester", "t0p-s3cret");
 
 /// Runs `framework` against a master with two process agents, with the
 /// master's address and the task count as its arguments; checks that every
@@ -97,19 +105,27 @@ struct Framework {
 async fn runs_to_completion(name: &str, framework: Framework) -> serde_json::Value {
     let work_dir = std::env::temp_dir().join(format!("unisched-{name}-{}", std::process::id()));
     let scheduler = Scheduler::start(SchedulerOptions::default());
-    let cluster = local::start(
-        scheduler.clone(),
-        LocalOptions {
-            addr: "127.0.0.1:0".parse().unwrap(),
-            agents: 2,
-            agent_resources: Resources::parse("cpus:2;mem:1024;ports:[31000-31100]").unwrap(),
-            executor: ExecutorKind::Process,
-            work_dir: work_dir.join("agents"),
-            ..Default::default()
-        },
-    )
-    .await
-    .expect("master starts");
+    let mut env = framework.env;
+    let mut options = LocalOptions {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        agents: 2,
+        agent_resources: Resources::parse("cpus:2;mem:1024;ports:[31000-31100]").unwrap(),
+        executor: ExecutorKind::Process,
+        work_dir: work_dir.join("agents"),
+        ..Default::default()
+    };
+    if framework.authenticated {
+        options.credentials = Some(unisched_mesos::master::auth::Credentials::from_pairs([
+            CREDENTIAL,
+        ]));
+        options.authenticate_frameworks = true;
+        options.authenticate_http_frameworks = true;
+        env.push(("FRAMEWORK_PRINCIPAL", CREDENTIAL.0.into()));
+        env.push(("FRAMEWORK_SECRET", CREDENTIAL.1.into()));
+    }
+    let cluster = local::start(scheduler.clone(), options)
+        .await
+        .expect("master starts");
     let master = cluster.addr.to_string();
     let cwd = framework.dir.map(|d| work_dir.join(d));
     if let Some(cwd) = &cwd {
@@ -121,7 +137,7 @@ async fn runs_to_completion(name: &str, framework: Framework) -> serde_json::Val
             .args(&framework.args)
             .arg(master)
             .arg(TASKS.to_string())
-            .envs(framework.env);
+            .envs(env);
         if let Some(cwd) = cwd {
             command.current_dir(cwd);
         }
@@ -144,7 +160,14 @@ async fn runs_to_completion(name: &str, framework: Framework) -> serde_json::Val
         .filter(|p| p.file_name().is_some_and(|n| n == "out.txt"))
         .count();
     assert_eq!(outputs, TASKS);
-    torn_down(&cluster.addr.to_string(), &scheduler).await;
+    let state = torn_down(&cluster.addr.to_string(), &scheduler).await;
+    if framework.authenticated {
+        // It registered as its authenticated principal.
+        assert_eq!(
+            state["completed_frameworks"][0]["principal"], CREDENTIAL.0,
+            "{state}"
+        );
+    }
     if let Some(check) = framework.check_sandboxes {
         check(&work_dir.join("agents"));
     }
@@ -155,7 +178,7 @@ async fn runs_to_completion(name: &str, framework: Framework) -> serde_json::Val
 }
 
 /// Nothing of the torn-down framework is left in the master or the core.
-async fn torn_down(master: &str, scheduler: &Scheduler) {
+async fn torn_down(master: &str, scheduler: &Scheduler) -> serde_json::Value {
     // The teardown call may still be on its way when the program exits.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     let state = loop {
@@ -185,6 +208,7 @@ async fn torn_down(master: &str, scheduler: &Scheduler) {
         "{:?}",
         snap.nodes
     );
+    state
 }
 
 /// Runs the framework of Python library `module` (its script
@@ -195,6 +219,7 @@ async fn python_library(
     python_variable: &str,
     venv: &str,
     require: &str,
+    authenticated: bool,
 ) -> Option<serde_json::Value> {
     let python = found(module, require, python_with(module, python_variable, venv))?;
     let framework = Framework {
@@ -203,6 +228,7 @@ async fn python_library(
         env: Vec::new(),
         dir: None,
         check_sandboxes: None,
+        authenticated,
     };
     Some(runs_to_completion(module, framework).await)
 }
@@ -214,6 +240,7 @@ async fn pymesos_runs_command_tasks_to_completion() {
         "UNISCHED_PYMESOS_PYTHON",
         "pymesos-venv",
         "UNISCHED_REQUIRE_PYMESOS",
+        false,
     )
     .await;
 }
@@ -232,6 +259,7 @@ async fn pymesos_runs_tasks_on_its_own_executor() {
         check_sandboxes: Some(Box::new(|agents| {
             executors_answered_and_ended(agents, "pe-", "executor_framework.py executor");
         })),
+        authenticated: false,
     };
     let summary = runs_to_completion("pymesos-executor", framework).await;
     // Every task's executor sent its framework a message (MESSAGE call,
@@ -306,6 +334,7 @@ async fn mesoshttp_runs_command_tasks_to_completion() {
         "UNISCHED_MESOSHTTP_PYTHON",
         "mesoshttp-venv",
         "UNISCHED_REQUIRE_MESOSHTTP",
+        false,
     )
     .await
     else {
@@ -354,6 +383,7 @@ async fn mesos_framework_for_node_runs_command_tasks_to_completion() {
         // It logs into `logs/` under its working directory.
         dir: Some("node"),
         check_sandboxes: None,
+        authenticated: false,
     };
     let summary = runs_to_completion("mesos-framework", framework).await;
     assert_eq!(
@@ -407,9 +437,13 @@ fn build_mesos_go_program(gopath: &std::path::Path, source: &str, name: &str) ->
 
 /// Runs the mesos-go framework in `codec` (its tasks on its own executor
 /// when `custom`); its summary.
-async fn mesos_go(codec: &str, custom: bool) -> Option<serde_json::Value> {
+async fn mesos_go(codec: &str, custom: bool, authenticated: bool) -> Option<serde_json::Value> {
     let gopath = found("mesos-go", "UNISCHED_REQUIRE_MESOS_GO", mesos_go_path())?;
-    let kind = if custom { "custom" } else { "command" };
+    let kind = match (custom, authenticated) {
+        (true, _) => "custom",
+        (false, true) => "authenticated",
+        (false, false) => "command",
+    };
     let program = tokio::task::spawn_blocking({
         let name = format!("framework-{codec}-{kind}");
         move || build_mesos_go_program(&gopath, "mesos-go/framework.go", &name)
@@ -431,6 +465,7 @@ async fn mesos_go(codec: &str, custom: bool) -> Option<serde_json::Value> {
                 mesos_go_executors_answered_and_ended(agents, &codec);
             }) as SandboxCheck
         }),
+        authenticated,
     };
     let summary = runs_to_completion(&format!("mesos-go-{codec}-{kind}"), framework).await;
     // Every update carried a uuid, which the library acknowledged: the
@@ -449,26 +484,26 @@ async fn mesos_go(codec: &str, custom: bool) -> Option<serde_json::Value> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mesos_go_runs_command_tasks_to_completion_in_protobuf() {
-    if let Some(summary) = mesos_go("protobuf", false).await {
+    if let Some(summary) = mesos_go("protobuf", false, false).await {
         assert_eq!(summary["codec"], "application/x-protobuf", "{summary}");
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mesos_go_runs_command_tasks_to_completion_in_json() {
-    if let Some(summary) = mesos_go("json", false).await {
+    if let Some(summary) = mesos_go("json", false, false).await {
         assert_eq!(summary["codec"], "application/json", "{summary}");
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mesos_go_runs_tasks_on_its_own_executor_in_protobuf() {
-    mesos_go("protobuf", true).await;
+    mesos_go("protobuf", true, false).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mesos_go_runs_tasks_on_its_own_executor_in_json() {
-    mesos_go("json", true).await;
+    mesos_go("json", true, false).await;
 }
 
 /// Runs the framework on mesos-go's v0 drivers (libprocess messages both
@@ -477,12 +512,12 @@ async fn mesos_go_runs_tasks_on_its_own_executor_in_json() {
 /// acknowledges each update to the master, kills a long task, reconciles a
 /// task that never was (TASK_LOST, as the framework is not partition
 /// aware), revives, and unregisters. Its summary.
-async fn mesos_go_v0(custom: bool) -> Option<serde_json::Value> {
+async fn mesos_go_v0(custom: bool, authenticated: bool) -> Option<serde_json::Value> {
     let gopath = found("mesos-go", "UNISCHED_REQUIRE_MESOS_GO", mesos_go_path())?;
-    let name = if custom {
-        "framework-v0-custom"
-    } else {
-        "framework-v0"
+    let name = match (custom, authenticated) {
+        (true, _) => "framework-v0-custom",
+        (false, true) => "framework-v0-authenticated",
+        (false, false) => "framework-v0",
     };
     let program = tokio::task::spawn_blocking(move || {
         build_mesos_go_program(&gopath, "mesos-go-v0/framework.go", name)
@@ -505,6 +540,7 @@ async fn mesos_go_v0(custom: bool) -> Option<serde_json::Value> {
                 assert_eq!(notes.len(), 2, "each agent's executor noted its SHUTDOWN");
             }) as SandboxCheck
         }),
+        authenticated,
     };
     let summary = runs_to_completion(name, framework).await;
     assert_eq!(summary["registered"], 1, "{summary}");
@@ -524,12 +560,41 @@ async fn mesos_go_v0(custom: bool) -> Option<serde_json::Value> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mesos_go_v0_driver_runs_command_tasks_over_libprocess() {
-    mesos_go_v0(false).await;
+    mesos_go_v0(false, false).await;
 }
 
 /// The tasks on the framework's own executor, on mesos-go's v0 executor
 /// driver: it registers with its agent's process (MESOS_SLAVE_PID).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mesos_go_v0_drivers_run_tasks_on_their_own_executor_over_libprocess() {
-    mesos_go_v0(true).await;
+    mesos_go_v0(true, false).await;
+}
+
+/// Against a master that requires authentication, pymesos sends its
+/// credential in HTTP Basic on every call (`principal`, `secret`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pymesos_authenticates_with_basic_credentials() {
+    python_library(
+        "pymesos",
+        "UNISCHED_PYMESOS_PYTHON",
+        "pymesos-venv",
+        "UNISCHED_REQUIRE_PYMESOS",
+        true,
+    )
+    .await;
+}
+
+/// Against a master that requires authentication, mesos-go's v0 driver
+/// authenticates with SASL CRAM-MD5 (its authenticatee a process of its
+/// own) before it registers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mesos_go_v0_driver_authenticates_with_sasl() {
+    mesos_go_v0(false, true).await;
+}
+
+/// mesos-go's v1 scheduler with its credential in HTTP Basic
+/// (`httpcli.BasicAuth`), against a master that requires it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mesos_go_authenticates_with_basic_credentials() {
+    mesos_go("protobuf", false, true).await;
 }

@@ -147,6 +147,14 @@ impl Scheduler {
         (name, body)
     }
 
+    /// The next message with its sender, whoever sent it.
+    async fn next_from(&mut self) -> Got {
+        tokio::time::timeout(WAIT, self.got.recv())
+            .await
+            .expect("a message in time")
+            .expect("the process runs")
+    }
+
     /// The first message named `name`, of those kept back or coming
     /// (others before it are kept back for later).
     async fn next_of<M: Message + Default>(&mut self, name: &str) -> M {
@@ -1095,4 +1103,218 @@ async fn an_executor_on_the_native_executor_driver_runs_tasks() {
     assert_eq!(f.simple(call::Type::Teardown).await, 202);
     tokio::time::sleep(Duration::from_millis(200)).await;
     m.expect_empty().await;
+}
+
+/// Plays a driver's authenticatee process `a` through SASL CRAM-MD5 for
+/// the scheduler `client` with `principal` and `secret`: the name of the
+/// message that ends it.
+async fn authenticate(a: &mut Scheduler, client: &str, principal: &str, secret: &str) -> String {
+    use hmac::{Hmac, Mac};
+    a.send(
+        "mesos.internal.AuthenticateMessage",
+        msg::AuthenticateMessage {
+            pid: client.to_string(),
+        }
+        .encode_to_vec(),
+    )
+    .await;
+    let (name, session, body) = a.next_from().await;
+    assert_eq!(name, "mesos.internal.AuthenticationMechanismsMessage");
+    let at = format!("@{}", a.master.trim_start_matches("http://"));
+    assert!(
+        session.starts_with("crammd5-authenticator-session(") && session.ends_with(&at),
+        "{session}"
+    );
+    let m = msg::AuthenticationMechanismsMessage::decode(body).unwrap();
+    assert_eq!(m.mechanisms, vec!["CRAM-MD5".to_string()]);
+    let process = session.split('@').next().unwrap().to_string();
+    let start = msg::AuthenticationStartMessage {
+        mechanism: "CRAM-MD5".to_string(),
+        data: None,
+    };
+    let (status, text) = a
+        .send_to(
+            &process,
+            "mesos.internal.AuthenticationStartMessage",
+            start.encode_to_vec(),
+        )
+        .await;
+    assert_eq!(status, 202, "{text}");
+    let (name, from, body) = a.next_from().await;
+    assert_eq!(
+        (name.as_str(), from.as_str()),
+        ("mesos.internal.AuthenticationStepMessage", session.as_str())
+    );
+    let challenge = msg::AuthenticationStepMessage::decode(body).unwrap().data;
+    let mut mac = Hmac::<md5::Md5>::new_from_slice(secret.as_bytes()).unwrap();
+    mac.update(&challenge);
+    let digest: String = mac
+        .finalize()
+        .into_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let (status, text) = a
+        .send_to(
+            &process,
+            "mesos.internal.AuthenticationStepMessage",
+            msg::AuthenticationStepMessage {
+                data: format!("{principal} {digest}").into_bytes(),
+            }
+            .encode_to_vec(),
+        )
+        .await;
+    assert_eq!(status, 202, "{text}");
+    let (name, from, _) = a.next_from().await;
+    assert_eq!(from, session);
+    name
+}
+
+/// Framework authentication on the libprocess protocol (SASL CRAM-MD5),
+/// as a Mesos master with `--credentials` and `--authenticate_frameworks`:
+/// a registration needs it, the principal must match, and under `--token`
+/// an authenticated scheduler is admitted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn frameworks_authenticate_with_sasl_before_registering() {
+    let m = Master::start(Setup {
+        credentials: &[("fw", "s3cret")],
+        authenticate_frameworks: true,
+        ..Setup::default()
+    })
+    .await;
+    let mut s = Scheduler::start(&m, "scheduler(1)");
+    let mut a = Scheduler::start(&m, "sasl_authenticatee(1)");
+    let registration = |principal: Option<&str>| msg::RegisterFrameworkMessage {
+        framework: v1::FrameworkInfo {
+            principal: principal.map(str::to_string),
+            ..framework_info("sasl", None)
+        },
+    };
+    // Not authenticated: refused with upstream's message.
+    s.send(
+        "mesos.internal.RegisterFrameworkMessage",
+        registration(None).encode_to_vec(),
+    )
+    .await;
+    let e: msg::FrameworkErrorMessage = s.next_of("FrameworkErrorMessage").await;
+    assert_eq!(
+        e.message,
+        format!("Framework at {} is not authenticated", s.pid)
+    );
+    // A wrong secret fails; the scheduler is still not authenticated.
+    assert_eq!(
+        authenticate(&mut a, &s.pid, "fw", "wrong").await,
+        "mesos.internal.AuthenticationFailedMessage"
+    );
+    s.send(
+        "mesos.internal.RegisterFrameworkMessage",
+        registration(None).encode_to_vec(),
+    )
+    .await;
+    let _: msg::FrameworkErrorMessage = s.next_of("FrameworkErrorMessage").await;
+    // Authenticated, but naming another principal.
+    assert_eq!(
+        authenticate(&mut a, &s.pid, "fw", "s3cret").await,
+        "mesos.internal.AuthenticationCompletedMessage"
+    );
+    s.send(
+        "mesos.internal.RegisterFrameworkMessage",
+        registration(Some("other")).encode_to_vec(),
+    )
+    .await;
+    let e: msg::FrameworkErrorMessage = s.next_of("FrameworkErrorMessage").await;
+    assert_eq!(
+        e.message,
+        "Framework principal 'other' does not match authenticated principal 'fw'"
+    );
+    // With no principal it registers as the authenticated one.
+    s.send(
+        "mesos.internal.RegisterFrameworkMessage",
+        registration(None).encode_to_vec(),
+    )
+    .await;
+    let f = registered(&mut s).await;
+    let state = m.state().await;
+    assert_eq!(state["frameworks"][0]["id"], f.as_str());
+    assert_eq!(state["frameworks"][0]["principal"], "fw");
+    s.send(
+        "mesos.internal.UnregisterFrameworkMessage",
+        msg::UnregisterFrameworkMessage {
+            framework_id: id(&f),
+        }
+        .encode_to_vec(),
+    )
+    .await;
+    until(&m, "torn down", |st| {
+        st["frameworks"].as_array().unwrap().is_empty()
+    })
+    .await;
+
+    // Under --token: an authenticated scheduler is admitted, others not.
+    let guarded = Master::start(Setup {
+        token: Some("secret".to_string()),
+        credentials: &[("fw", "s3cret")],
+        ..Setup::default()
+    })
+    .await;
+    let mut s = Scheduler::start(&guarded, "scheduler(1)");
+    let mut a = Scheduler::start(&guarded, "sasl_authenticatee(1)");
+    let (status, text) = s
+        .send_to(
+            "master",
+            "mesos.internal.RegisterFrameworkMessage",
+            registration(None).encode_to_vec(),
+        )
+        .await;
+    assert_eq!(status, 401, "{text}");
+    assert!(text.contains("authenticate"), "{text}");
+    assert_eq!(
+        authenticate(&mut a, &s.pid, "fw", "s3cret").await,
+        "mesos.internal.AuthenticationCompletedMessage"
+    );
+    let f = register(&mut s, "guarded").await;
+    s.exit();
+    // No failover timeout: the exit removes it.
+    until(&guarded, "removed", |st| {
+        st["completed_frameworks"][0]["id"] == f.as_str()
+            && st["completed_frameworks"][0]["principal"] == "fw"
+    })
+    .await;
+
+    // No credentials: an authentication is answered with an error, as a
+    // Mesos master with none answers it.
+    let open = Master::start(Setup::default()).await;
+    let mut a = Scheduler::start(&open, "sasl_authenticatee(1)");
+    a.send(
+        "mesos.internal.AuthenticateMessage",
+        msg::AuthenticateMessage {
+            pid: "scheduler(1)@127.0.0.1:9".to_string(),
+        }
+        .encode_to_vec(),
+    )
+    .await;
+    let e: msg::AuthenticationErrorMessage = a.next_of("AuthenticationErrorMessage").await;
+    assert_eq!(e.error.as_deref(), Some("No authenticator loaded"));
+    // A session that does not exist.
+    let (status, _) = a
+        .send_to(
+            "crammd5-authenticator-session(99)",
+            "mesos.internal.AuthenticationStepMessage",
+            Vec::new(),
+        )
+        .await;
+    assert_eq!(status, 404);
+}
+
+/// Waits (within WAIT) until the master's state satisfies `ok`.
+async fn until(m: &Master, what: &str, ok: impl Fn(&serde_json::Value) -> bool) {
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let state = m.state().await;
+        if ok(&state) {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "{what}: {state}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }

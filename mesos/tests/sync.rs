@@ -286,6 +286,7 @@ fn a_release_during_an_open_run_rescinds_after_the_offers_event() {
             ..Default::default()
         }),
         stream_id: Some(stream),
+        principal: None,
         reply,
     });
     w.quiesce();
@@ -422,6 +423,7 @@ fn revive_batch(n: usize, requests: u64) {
                     ..Default::default()
                 }),
                 stream_id: Some(stream.clone()),
+                principal: None,
                 reply,
             }
         })

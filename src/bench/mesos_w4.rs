@@ -328,6 +328,7 @@ fn framework_call(
     Input::Call {
         call: Box::new(call),
         stream_id: Some(stream_id.to_string()),
+        principal: None,
         reply,
     }
 }

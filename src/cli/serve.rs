@@ -87,6 +87,20 @@ pub struct MesosArgs {
     /// Minimum resources an offer must hold, alternatives separated by `|`.
     #[arg(long, default_value = "cpus:0.01|mem:32", requires = "mesos_addr")]
     pub min_allocatable_resources: String,
+    /// Mesos' credentials file (JSON: `{"credentials": [{"principal": "p",
+    /// "secret": "s"}]}`; a path or a file:// URL): the principals frameworks
+    /// authenticate as, with SASL CRAM-MD5 (libprocess) or HTTP Basic (v1).
+    #[arg(long, requires = "mesos_addr")]
+    pub mesos_credentials: Option<String>,
+    /// Only frameworks that authenticated (SASL, against --mesos-credentials)
+    /// may register over the libprocess protocol (Mesos' --authenticate_frameworks).
+    #[arg(long, requires = "mesos_credentials")]
+    pub mesos_authenticate_frameworks: bool,
+    /// Every call of the v1 scheduler API must carry HTTP Basic credentials of
+    /// --mesos-credentials (Mesos' --authenticate_http_frameworks); --token
+    /// is still taken too.
+    #[arg(long, requires = "mesos_credentials")]
+    pub mesos_authenticate_http_frameworks: bool,
 }
 
 impl MesosArgs {
@@ -122,6 +136,12 @@ impl MesosArgs {
         if let Some(dir) = &self.agent_work_dir {
             options.work_dir = dir.clone();
         }
+        if let Some(path) = &self.mesos_credentials {
+            options.credentials = unisched_mesos::master::auth::Credentials::load(path)
+                .map_err(|e| format!("--mesos-credentials: {e}"))?;
+        }
+        options.authenticate_frameworks = self.mesos_authenticate_frameworks;
+        options.authenticate_http_frameworks = self.mesos_authenticate_http_frameworks;
         let s = &mut options.settings;
         if let Some(w) = &self.mesos_weights {
             s.weights = unisched_mesos::master::config::parse_weights(w)

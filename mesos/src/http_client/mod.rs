@@ -38,6 +38,11 @@ pub struct ClientOptions {
     pub content_type: ContentType,
     /// Sent as `Authorization: Bearer <token>` when set.
     pub token: Option<String>,
+    /// A framework's credential, principal and secret, sent in HTTP Basic
+    /// authentication when set (a master run with
+    /// `--mesos-authenticate-http-frameworks`, or Mesos'
+    /// `--authenticate_http_frameworks`); instead of the token.
+    pub credential: Option<(String, String)>,
     /// Heartbeat intervals without any event before a scheduler's stream is
     /// declared dead (see [`EventStream`]; the resource provider API has no
     /// heartbeats).
@@ -57,6 +62,7 @@ impl Default for ClientOptions {
         Self {
             content_type: ContentType::Protobuf,
             token: None,
+            credential: None,
             heartbeat_misses: DEFAULT_HEARTBEAT_MISSES,
             subscribe_timeout: Duration::from_secs(30),
             request_timeout: Duration::from_secs(30),
@@ -191,7 +197,9 @@ impl Http {
             if let Some(id) = stream_id {
                 request = request.header(STREAM_ID_HEADER, id.clone());
             }
-            if let Some(token) = &options.token {
+            if let Some((principal, secret)) = &options.credential {
+                request = request.basic_auth(principal, Some(secret));
+            } else if let Some(token) = &options.token {
                 request = request.bearer_auth(token);
             }
             if timed {

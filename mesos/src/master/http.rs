@@ -20,6 +20,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
 use tokio::sync::mpsc;
 
+use super::auth::{Access, Unauthorized};
 use super::{CallError, CallOutcome, Input, MasterHandle};
 use crate::agent::custom::{CallAnswer, ExecutorHub};
 use crate::codec::ContentType;
@@ -36,7 +37,7 @@ pub const MAX_BODY: usize = 16 * 1024 * 1024;
 #[derive(Clone)]
 pub struct Edge {
     master: MasterHandle,
-    token: Option<Arc<str>>,
+    access: Arc<Access>,
     stream_capacity: usize,
     executors: Option<Arc<ExecutorHub>>,
     libprocess: Arc<super::libprocess::Libprocess>,
@@ -47,18 +48,20 @@ pub struct Edge {
 /// agent's `/slave(N)/`).
 pub fn router(
     master: MasterHandle,
-    token: Option<&str>,
+    access: Access,
     stream_capacity: usize,
     executors: Option<Arc<ExecutorHub>>,
 ) -> Router {
+    let access = Arc::new(access);
     let edge = Edge {
         libprocess: super::libprocess::Libprocess::new(
             master.clone(),
             stream_capacity,
             executors.clone(),
+            Arc::clone(&access),
         ),
         master,
-        token: token.filter(|t| !t.is_empty()).map(Arc::from),
+        access,
         stream_capacity,
         executors,
     };
@@ -122,22 +125,6 @@ fn call_error(e: CallError) -> Response {
         StatusCode::from_u16(e.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
         e.message,
     )
-}
-
-/// True when the request carries the token (or none is required); compared
-/// without returning early on the first differing byte.
-fn admits(token: &Option<Arc<str>>, headers: &HeaderMap) -> bool {
-    let Some(expected) = token else { return true };
-    let given = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.as_bytes().strip_prefix(b"Bearer "));
-    given.is_some_and(|g| {
-        g.len() == expected.len()
-            && g.iter()
-                .zip(expected.as_bytes())
-                .fold(0u8, |acc, (x, y)| acc | (x ^ y))
-                == 0
-    })
 }
 
 /// Checks a call as Mesos does before it reaches the master.
@@ -215,29 +202,52 @@ pub fn validate_call(call: &Call) -> Result<(), String> {
     }
 }
 
+/// Which authentication a call of the v1 APIs needs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Realm {
+    /// The scheduler API: `--token`, or Basic credentials under
+    /// `--mesos-authenticate-http-frameworks`.
+    Scheduler,
+    /// The resource provider API: `--token` alone.
+    Token,
+}
+
+/// 401 with the challenges that would admit the call.
+fn unauthorized(u: Unauthorized) -> Response {
+    let mut r = text(StatusCode::UNAUTHORIZED, "Unauthorized");
+    for c in u.challenges {
+        if let Ok(v) = HeaderValue::from_str(&c) {
+            r.headers_mut().append(header::WWW_AUTHENTICATE, v);
+        }
+    }
+    r
+}
+
 /// What every call of the v1 APIs is checked for before its body means
-/// anything: method, token, content type, body; then the body decoded.
+/// anything: method, authentication, content type, body; then the body
+/// decoded, with the call's authenticated principal.
 fn decode_call<T>(
     edge: &Edge,
+    realm: Realm,
     method: &Method,
     headers: &HeaderMap,
     body: &Bytes,
-) -> Result<T, Box<Response>>
+) -> Result<(T, Option<String>), Box<Response>>
 where
     T: prost::Message + prost_reflect::ReflectMessage + Default,
 {
     if *method != Method::POST {
         return Err(Box::new(post_only(method)));
     }
-    if !admits(&edge.token, headers) {
-        let mut r = text(StatusCode::UNAUTHORIZED, "Unauthorized");
-        r.headers_mut().insert(
-            header::WWW_AUTHENTICATE,
-            HeaderValue::from_static("Bearer realm=\"mesos\""),
-        );
-        return Err(Box::new(r));
+    let principal = match realm {
+        Realm::Scheduler => edge.access.scheduler_principal(headers),
+        Realm::Token if edge.access.admits_token(headers) => Ok(None),
+        Realm::Token => Err(Unauthorized {
+            challenges: vec!["Bearer realm=\"mesos\"".to_string()],
+        }),
     }
-    decode_body(headers, body)
+    .map_err(|u| Box::new(unauthorized(u)))?;
+    Ok((decode_body(headers, body)?, principal))
 }
 
 /// 405 for an endpoint that takes only POST.
@@ -316,11 +326,12 @@ async fn scheduler(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let call: Call = match decode_call(&edge, &method, &headers, &body) {
-        Ok(c) => c,
-        Err(r) => return *r,
-    };
-    if let Err(e) = validate_call(&call) {
+    let (mut call, principal): (Call, _) =
+        match decode_call(&edge, Realm::Scheduler, &method, &headers, &body) {
+            Ok(c) => c,
+            Err(r) => return *r,
+        };
+    if let Err(e) = validate_call(&call).and_then(|()| check_principal(&call, &principal)) {
         return text(
             StatusCode::BAD_REQUEST,
             format!("Failed to validate scheduler::Call: {e}"),
@@ -332,7 +343,11 @@ async fn scheduler(
             Ok(a) => a,
             Err(r) => return *r,
         };
-        let subscribe = call.subscribe.unwrap_or_default();
+        let mut subscribe = call.subscribe.take().unwrap_or_default();
+        if subscribe.framework_info.principal.is_none() {
+            // Mesos sets an authenticated framework's principal.
+            subscribe.framework_info.principal = principal;
+        }
         return subscribe_stream(&edge, subscribe, accept);
     }
     if kind == CallType::ReconcileOperations {
@@ -351,7 +366,21 @@ async fn scheduler(
         // v0 driver POSTs some here; Mesos answers so too).
         return text(StatusCode::FORBIDDEN, "Framework is not connected via HTTP");
     }
-    outcome(edge.master.call(call, stream_id_of(&headers)).await)
+    outcome(
+        edge.master
+            .call_as(call, stream_id_of(&headers), principal)
+            .await,
+    )
+}
+
+/// A SUBSCRIBE's `FrameworkInfo.principal` must be the principal it
+/// authenticated as, if both are there.
+fn check_principal(call: &Call, principal: &Option<String>) -> Result<(), String> {
+    let info = call.subscribe.as_ref().map(|s| &s.framework_info);
+    match (principal, info.and_then(|i| i.principal.as_ref())) {
+        (Some(p), Some(i)) if p != i => Err(super::auth::http_principal_mismatch(p, i)),
+        _ => Ok(()),
+    }
 }
 
 /// `/api/v1/resource_provider` of the master: external providers.
@@ -390,8 +419,8 @@ async fn resource_provider(
     body: Bytes,
 ) -> Response {
     use crate::v1::resource_provider::{Call as RpCall, call::Type as RpType};
-    let call: RpCall = match decode_call(&edge, &method, &headers, &body) {
-        Ok(c) => c,
+    let call: RpCall = match decode_call(&edge, Realm::Token, &method, &headers, &body) {
+        Ok((c, _)) => c,
         Err(r) => return *r,
     };
     if let Err(e) = super::providers::validate_call(&call) {
@@ -629,9 +658,9 @@ fn subscribe_stream(
 
 /// A libprocess message (`/master/mesos.internal.RegisterFrameworkMessage`,
 /// ...): the older protocol of libmesos' native drivers. It cannot carry
-/// the `--token`, so with one set a scheduler's messages are refused; an
-/// executor's are not (as the executor API, which executors are not given
-/// the token for).
+/// the `--token`, so with one set a scheduler's messages are refused unless
+/// it authenticated (SASL); an executor's are not (as the executor API,
+/// which executors are not given the token for). See `Libprocess::receive`.
 async fn libprocess_message(
     State(edge): State<Edge>,
     Path((process, message)): Path<(String, String)>,
@@ -639,15 +668,6 @@ async fn libprocess_message(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    if edge.token.is_some()
-        && super::libprocess::sender(&headers).is_some()
-        && !super::libprocess::from_executor(&message)
-    {
-        return text(
-            StatusCode::UNAUTHORIZED,
-            "This master requires a token (--token), which the libprocess protocol cannot carry; use the v1 scheduler API (/api/v1/scheduler)",
-        );
-    }
     let (status, reason) = edge
         .libprocess
         .receive(&process, &message, &method, &headers, &body);

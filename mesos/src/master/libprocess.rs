@@ -45,6 +45,8 @@ use prost::Message as _;
 use tokio::io::AsyncReadExt;
 use tokio::sync::{mpsc, oneshot};
 
+use super::auth::Access;
+use super::sasl;
 use super::{CallError, CallOutcome, Input, MasterHandle};
 use crate::agent::custom::{CallAnswer, ExecutorHub};
 use crate::internal as msg;
@@ -160,17 +162,19 @@ struct Entry {
     control: mpsc::UnboundedSender<Control>,
 }
 
-#[derive(Default)]
 struct Sessions {
     next: u64,
     by_key: HashMap<u64, Entry>,
     by_pid: HashMap<Upid, u64>,
     by_framework: HashMap<String, u64>,
+    /// Framework authentication: sessions in progress, authenticated pids.
+    auth: sasl::Authenticator,
 }
 
 /// The libprocess edge of the master (one a router).
 pub struct Libprocess {
     master: MasterHandle,
+    access: Arc<Access>,
     client: reqwest::Client,
     sessions: Mutex<Sessions>,
     stream_capacity: usize,
@@ -217,6 +221,7 @@ impl Libprocess {
         master: MasterHandle,
         stream_capacity: usize,
         hub: Option<Arc<ExecutorHub>>,
+        access: Arc<Access>,
     ) -> Arc<Self> {
         // Connections are kept between messages (one a message would leave
         // a socket in TIME_WAIT for each, and a busy framework would run
@@ -228,10 +233,18 @@ impl Libprocess {
             .pool_idle_timeout(IDLE_CONNECTION)
             .build()
             .unwrap_or_default();
+        let sessions = Sessions {
+            next: 0,
+            by_key: HashMap::new(),
+            by_pid: HashMap::new(),
+            by_framework: HashMap::new(),
+            auth: sasl::Authenticator::new(access.credentials.clone()),
+        };
         Arc::new(Libprocess {
             master,
+            access,
             client,
-            sessions: Mutex::new(Sessions::default()),
+            sessions: Mutex::new(sessions),
             stream_capacity,
             hub,
             executors: Mutex::new(HashMap::new()),
@@ -270,14 +283,55 @@ impl Libprocess {
         let Some(from) = sender(headers) else {
             return bad("Failed to determine sender from request headers");
         };
-        if process != "master" && !is_agent_process(process) {
+        let session = sasl::session_process(process);
+        if process != "master" && !is_agent_process(process) && session.is_none() {
             return (
                 StatusCode::NOT_FOUND,
                 format!("no process '{process}' here"),
             );
         }
+        if self.access.token.is_some()
+            && !from_executor(name)
+            && !sasl::is_authentication(name)
+            && self.sessions().auth.principal(&from).is_none()
+        {
+            return (
+                StatusCode::UNAUTHORIZED,
+                "This master requires a token (--token), which the libprocess protocol cannot carry: authenticate first (SASL CRAM-MD5, a principal of --mesos-credentials), or use the v1 scheduler API (/api/v1/scheduler)".to_string(),
+            );
+        }
         tracing::debug!(%from, name, "libprocess message");
+        if let Some(n) = session {
+            let hostname = self.master.info().hostname.clone().unwrap_or_default();
+            let reply = self.sessions().auth.step(n, &from, name, body, &hostname);
+            return match reply {
+                Ok(reply) => {
+                    self.send_detached(reply);
+                    accepted()
+                }
+                Err(a) => a,
+            };
+        }
         match name {
+            "mesos.internal.AuthenticateMessage" => {
+                let started = self.sessions().auth.authenticate(from, body);
+                match started {
+                    Ok((n, reply)) => {
+                        if let Some(n) = n {
+                            let edge = Arc::downgrade(self);
+                            tokio::spawn(async move {
+                                tokio::time::sleep(sasl::TIMEOUT).await;
+                                if let Some(edge) = edge.upgrade() {
+                                    edge.sessions().auth.expire(n);
+                                }
+                            });
+                        }
+                        self.send_detached(reply);
+                        accepted()
+                    }
+                    Err(a) => a,
+                }
+            }
             "mesos.internal.RegisterFrameworkMessage" => {
                 let m: msg::RegisterFrameworkMessage = match decode(name, body) {
                     Ok(m) => m,
@@ -488,6 +542,7 @@ impl Libprocess {
         if !self.master.send(Input::Call {
             call: Box::new(call),
             stream_id: Some(stream_id),
+            principal: None,
             reply,
         }) {
             return (
@@ -522,7 +577,7 @@ impl Libprocess {
     fn register(
         self: &Arc<Self>,
         from: Upid,
-        subscribe: call::Subscribe,
+        mut subscribe: call::Subscribe,
         failover: Option<bool>,
     ) -> Answer {
         let wanted = subscribe
@@ -535,6 +590,18 @@ impl Libprocess {
             (Some(_), _) => Registration::Reregistered,
         };
         let mut sessions = self.sessions();
+        let info = &mut subscribe.framework_info;
+        if let Err(why) = self.check_authentication(&sessions.auth, &from, info) {
+            drop(sessions);
+            tracing::info!(%from, why, "libprocess: a registration refused");
+            self.send_detached(sasl::Reply {
+                to: from,
+                process: None,
+                name: "mesos.internal.FrameworkErrorMessage",
+                body: msg::FrameworkErrorMessage { message: why }.encode_to_vec(),
+            });
+            return accepted();
+        }
         if let Some(entry) = sessions
             .by_pid
             .get(&from)
@@ -588,6 +655,53 @@ impl Libprocess {
             session.run(events, controls).await;
         });
         accepted()
+    }
+
+    /// Mesos' checks of a registration's authentication: it must have
+    /// authenticated when `--mesos-authenticate-frameworks` says so, and
+    /// its `FrameworkInfo.principal` must be the principal it did as (set
+    /// to it when absent).
+    fn check_authentication(
+        &self,
+        auth: &sasl::Authenticator,
+        from: &Upid,
+        info: &mut v1::FrameworkInfo,
+    ) -> Result<(), String> {
+        if auth.authenticating(from) {
+            return Err("Re-authentication in progress".to_string());
+        }
+        let principal = auth.principal(from);
+        if self.access.authenticate_frameworks && principal.is_none() {
+            return Err(format!("Framework at {from} is not authenticated"));
+        }
+        match (principal, &info.principal) {
+            (Some(p), Some(i)) if p != i => Err(format!(
+                "Framework principal '{i}' does not match authenticated principal '{p}'"
+            )),
+            (Some(p), None) => {
+                info.principal = Some(p.to_string());
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Sends `reply` from the master (or its named process) without
+    /// waiting: an authentication's steps and refusals, each the answer to
+    /// a message whose sender waits for it before sending the next.
+    fn send_detached(&self, reply: sasl::Reply) {
+        let master = self.pid();
+        let from = match &reply.process {
+            None => master,
+            Some(p) => {
+                let address = master.split_once('@').map_or("", |(_, a)| a);
+                format!("{p}@{address}")
+            }
+        };
+        let client = self.client.clone();
+        tokio::spawn(async move {
+            post(&client, &reply.to, &from, reply.name, reply.body).await;
+        });
     }
 
     fn executor_sessions(
@@ -746,6 +860,9 @@ impl Session {
         sessions.by_key.remove(&self.key);
         if sessions.by_pid.get(&self.pid) == Some(&self.key) {
             sessions.by_pid.remove(&self.pid);
+            // As Mesos on a disconnection: a driver authenticates again
+            // before it registers again.
+            sessions.auth.forget(&self.pid);
         }
         if let Some(f) = framework
             && sessions.by_framework.get(&f) == Some(&self.key)

@@ -45,6 +45,7 @@
 
 mod accept;
 mod agents;
+pub mod auth;
 mod book;
 pub mod config;
 mod feedback;
@@ -59,6 +60,7 @@ mod plain;
 mod pools;
 mod providers;
 pub mod report;
+pub mod sasl;
 mod state;
 pub mod status;
 pub mod stream;
@@ -237,6 +239,8 @@ pub enum Input {
         call: Box<Call>,
         /// The `Mesos-Stream-Id` header, if any.
         stream_id: Option<String>,
+        /// The principal the call authenticated as, if it did.
+        principal: Option<String>,
         /// The outcome.
         reply: oneshot::Sender<Result<CallOutcome, CallError>>,
     },
@@ -393,6 +397,9 @@ pub enum StartError {
     /// The master thread did not start.
     #[error("cannot start the master thread: {0}")]
     Thread(#[from] std::io::Error),
+    /// The authentication flags do not go together.
+    #[error("{0}")]
+    Authentication(String),
 }
 
 /// A handle on a running master. Cheap to clone; the master stops when the
@@ -525,10 +532,22 @@ impl MasterHandle {
         call: Call,
         stream_id: Option<String>,
     ) -> Result<CallOutcome, CallError> {
+        self.call_as(call, stream_id, None).await
+    }
+
+    /// Makes a call (not SUBSCRIBE) authenticated as `principal`, which
+    /// must be the framework's, and waits for its outcome.
+    pub async fn call_as(
+        &self,
+        call: Call,
+        stream_id: Option<String>,
+        principal: Option<String>,
+    ) -> Result<CallOutcome, CallError> {
         let (reply, rx) = oneshot::channel();
         if !self.send(Input::Call {
             call: Box::new(call),
             stream_id,
+            principal,
             reply,
         }) {
             return Err(CallError {
@@ -834,9 +853,10 @@ impl state::Master {
             Input::Call {
                 call,
                 stream_id,
+                principal,
                 reply,
             } => {
-                let outcome = self.call(call, stream_id);
+                let outcome = self.call(call, stream_id, principal.as_deref());
                 let _ = reply.send(outcome);
             }
             Input::StreamClosed {

@@ -24,6 +24,7 @@ impl Master {
         &mut self,
         mut call: Box<Call>,
         stream_id: Option<String>,
+        principal: Option<&str>,
     ) -> Result<CallOutcome, CallError> {
         // Read where it lies: a `Call` holds every call's payload inline
         // (1.4 KB), and moving a copy out was the largest single cost of a
@@ -37,6 +38,14 @@ impl Master {
         let Some(f) = self.frameworks.get(&id) else {
             return Err(CallError::bad_request("Framework cannot be found"));
         };
+        if let Some(p) = principal {
+            let info = f.info.principal.as_deref().unwrap_or_default();
+            if p != info {
+                return Err(CallError::bad_request(
+                    super::auth::http_principal_mismatch(p, info),
+                ));
+            }
+        }
         if !f.connected() {
             return Err(CallError::forbidden("Framework is not subscribed"));
         }

@@ -52,6 +52,12 @@ pub struct Setup {
     pub stream_capacity: usize,
     /// Where to listen; an ephemeral port when `None`.
     pub addr: Option<std::net::SocketAddr>,
+    /// Principals and secrets frameworks authenticate as.
+    pub credentials: &'static [(&'static str, &'static str)],
+    /// Libprocess frameworks must authenticate.
+    pub authenticate_frameworks: bool,
+    /// Scheduler API calls must carry Basic credentials.
+    pub authenticate_http_frameworks: bool,
 }
 
 impl Default for Setup {
@@ -66,6 +72,9 @@ impl Default for Setup {
             offer_timeout: None,
             stream_capacity: Settings::default().stream_capacity,
             addr: None,
+            credentials: &[],
+            authenticate_frameworks: false,
+            authenticate_http_frameworks: false,
         }
     }
 }
@@ -101,6 +110,13 @@ impl Master {
             executor: setup.executor,
             work_dir: work_dir.clone(),
             token: setup.token,
+            credentials: (!setup.credentials.is_empty()).then(|| {
+                unisched_mesos::master::auth::Credentials::from_pairs(
+                    setup.credentials.iter().copied(),
+                )
+            }),
+            authenticate_frameworks: setup.authenticate_frameworks,
+            authenticate_http_frameworks: setup.authenticate_http_frameworks,
         };
         let cluster = local::start(scheduler.clone(), options).await?;
         let url = format!("http://{}", cluster.addr);

@@ -45,10 +45,14 @@ import (
 	"time"
 
 	"github.com/gogo/protobuf/proto"
+	"github.com/mesos/mesos-go/api/v0/auth"
+	"github.com/mesos/mesos-go/api/v0/auth/sasl"
+	_ "github.com/mesos/mesos-go/api/v0/auth/sasl/mech/crammd5"
 	"github.com/mesos/mesos-go/api/v0/executor"
 	mesos "github.com/mesos/mesos-go/api/v0/mesosproto"
 	util "github.com/mesos/mesos-go/api/v0/mesosutil"
 	sched "github.com/mesos/mesos-go/api/v0/scheduler"
+	"golang.org/x/net/context"
 )
 
 const (
@@ -288,7 +292,7 @@ func main() {
 		}
 		f.executor = self + " -executor"
 	}
-	driver, err := sched.NewMesosSchedulerDriver(sched.DriverConfig{
+	config := sched.DriverConfig{
 		Scheduler: f,
 		Framework: &mesos.FrameworkInfo{
 			User: proto.String(""),
@@ -296,7 +300,22 @@ func main() {
 		},
 		Master:         args[0],
 		BindingAddress: net.ParseIP("127.0.0.1"),
-	})
+	}
+	// With a credential in the environment the driver authenticates
+	// (SASL CRAM-MD5, its authenticatee a process of its own) before it
+	// registers, and the framework names its principal.
+	if principal := os.Getenv("FRAMEWORK_PRINCIPAL"); principal != "" {
+		config.Credential = &mesos.Credential{
+			Principal: proto.String(principal),
+			Secret:    proto.String(os.Getenv("FRAMEWORK_SECRET")),
+		}
+		config.Framework.Principal = proto.String(principal)
+		config.WithAuthContext = func(ctx context.Context) context.Context {
+			ctx = auth.WithLoginProvider(ctx, sasl.ProviderName)
+			return sasl.WithBindingAddress(ctx, net.ParseIP("127.0.0.1"))
+		}
+	}
+	driver, err := sched.NewMesosSchedulerDriver(config)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "driver:", err)
 		os.Exit(1)

@@ -249,16 +249,26 @@ func main() {
 		r.executor = self + " -executor -codec " + *codecName
 	}
 
+	// With a credential in the environment, every call carries it in HTTP
+	// Basic authentication (a master with --authenticate_http_frameworks).
+	opts := []httpcli.ConfigOpt{httpcli.Timeout(20 * time.Second)}
+	principal := os.Getenv("FRAMEWORK_PRINCIPAL")
+	if principal != "" {
+		opts = append(opts, httpcli.BasicAuth(principal, os.Getenv("FRAMEWORK_SECRET")))
+	}
 	client := httpcli.New(
 		httpcli.Endpoint("http://"+master+"/api/v1/scheduler"),
 		httpcli.Codec(codec),
-		httpcli.Do(httpcli.With(httpcli.Timeout(20*time.Second))),
+		httpcli.Do(httpcli.With(opts...)),
 	)
 	ids := store.NewInMemorySingleton()
 	caller := callrules.WithFrameworkID(store.GetIgnoreErrors(ids)).Caller(httpsched.NewCaller(client))
 
 	user := "root"
 	info := &mesos.FrameworkInfo{User: user, Name: "mesos-go-smoke"}
+	if principal != "" {
+		info.Principal = &principal
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	handler := eventrules.New(
 		controller.LiftErrors(),

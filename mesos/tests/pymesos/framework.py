@@ -87,7 +87,16 @@ def main():
     framework.role = "pymesos"
     framework.hostname = "localhost"
     runner = Runner()
-    driver = MesosSchedulerDriver(runner, framework, MASTER, use_addict=True)
+    # With a credential in the environment, every call carries it (HTTP
+    # Basic), as for a master run with --authenticate_http_frameworks.
+    driver = MesosSchedulerDriver(
+        runner,
+        framework,
+        MASTER,
+        use_addict=True,
+        principal=os.environ.get("FRAMEWORK_PRINCIPAL"),
+        secret=os.environ.get("FRAMEWORK_SECRET"),
+    )
     driver.start()
     ok = runner.done.wait(60)
     driver.stop()

@@ -60,6 +60,13 @@ pub struct FrameworkArgs {
     /// Bearer token for the scheduler API.
     #[arg(long)]
     pub token: Option<String>,
+    /// The framework's principal (`FrameworkInfo.principal`); with --secret,
+    /// its credential, sent in HTTP Basic authentication.
+    #[arg(long)]
+    pub principal: Option<String>,
+    /// The secret of --principal.
+    #[arg(long, requires = "principal")]
+    pub secret: Option<String>,
 }
 
 /// What a run of the framework did.
@@ -175,6 +182,7 @@ pub fn execute(args: &FrameworkArgs, show: impl Fn(&Progress)) -> Result<Summary
         ClientOptions {
             content_type: args.content_type.content_type(),
             token: args.token.clone(),
+            credential: args.principal.clone().zip(args.secret.clone()),
             ..ClientOptions::default()
         },
     )?;
@@ -269,6 +277,7 @@ fn framework_info(args: &FrameworkArgs) -> v1::FrameworkInfo {
     v1::FrameworkInfo {
         name: args.name.clone(),
         role: Some(args.role.clone()),
+        principal: args.principal.clone(),
         ..Default::default()
     }
 }
