@@ -454,6 +454,7 @@ async fn frameworks_authenticate_with_basic_credentials_as_in_mesos() {
             .unwrap()
             .clone();
         assert_eq!(f["principal"], "alice");
+        assert!(f.get("pid").is_none(), "no pid over HTTP: {f}");
         alice.revive(call::Revive::default()).await.unwrap();
         // Bob's credential on alice's framework's stream.
         let revive = Call {

@@ -1237,6 +1237,8 @@ async fn frameworks_authenticate_with_sasl_before_registering() {
     let state = m.state().await;
     assert_eq!(state["frameworks"][0]["id"], f.as_str());
     assert_eq!(state["frameworks"][0]["principal"], "fw");
+    // As Mesos shows a framework on the libprocess protocol: its pid.
+    assert_eq!(state["frameworks"][0]["pid"], s.pid.as_str());
     s.send(
         "mesos.internal.UnregisterFrameworkMessage",
         msg::UnregisterFrameworkMessage {

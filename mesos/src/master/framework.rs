@@ -126,6 +126,10 @@ pub struct Framework {
     pub unregistered_time: Option<u64>,
     /// Calls received, by type name (for metrics).
     pub calls: BTreeMap<&'static str, u64>,
+    /// The scheduler's libprocess pid, for a framework registered over the
+    /// libprocess protocol (its last registration's; kept while it is
+    /// disconnected, as Mesos shows it).
+    pub pid: Option<String>,
     /// Where an allocation run collects this framework's offers: the run's
     /// number and the index of its OFFERS event in that run's list. Stale
     /// once another run starts.

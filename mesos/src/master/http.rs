@@ -639,6 +639,7 @@ fn subscribe_stream(
         subscribe: Box::new(subscribe),
         stream_id: stream_id.clone(),
         sink,
+        pid: None,
     });
     let master = edge.master.clone();
     let id = stream_id.clone();

@@ -619,7 +619,9 @@ impl Libprocess {
                 (None, _) => return accepted(),
             }
         }
-        let (stream_id, events) = self.master.subscribe(subscribe, self.stream_capacity);
+        let (stream_id, events) =
+            self.master
+                .subscribe_from(subscribe, self.stream_capacity, Some(from.to_string()));
         let (control, controls) = mpsc::unbounded_channel();
         sessions.next += 1;
         let key = sessions.next;

@@ -232,6 +232,8 @@ pub enum Input {
         stream_id: String,
         /// Where the events go.
         sink: mpsc::Sender<StreamEvent>,
+        /// The scheduler's libprocess pid (`None` over HTTP or in process).
+        pid: Option<String>,
     },
     /// Any other call.
     Call {
@@ -516,12 +518,24 @@ impl MasterHandle {
         subscribe: v1::scheduler::call::Subscribe,
         capacity: usize,
     ) -> (String, EventReceiver) {
+        self.subscribe_from(subscribe, capacity, None)
+    }
+
+    /// [`MasterHandle::subscribe`] for a scheduler at libprocess `pid`
+    /// (shown in `/state`).
+    pub fn subscribe_from(
+        &self,
+        subscribe: v1::scheduler::call::Subscribe,
+        capacity: usize,
+        pid: Option<String>,
+    ) -> (String, EventReceiver) {
         let (sink, events) = mpsc::channel(capacity.max(1));
         let stream_id = uuid::Uuid::new_v4().to_string();
         self.send(Input::Subscribe {
             subscribe: Box::new(subscribe),
             stream_id: stream_id.clone(),
             sink,
+            pid,
         });
         (stream_id, EventReceiver::new(events))
     }
@@ -849,7 +863,8 @@ impl state::Master {
                 subscribe,
                 stream_id,
                 sink,
-            } => self.subscribe(*subscribe, stream_id, sink),
+                pid,
+            } => self.subscribe(*subscribe, stream_id, sink, pid),
             Input::Call {
                 call,
                 stream_id,

@@ -235,6 +235,9 @@ impl Master {
         if let Some(p) = &f.info.principal {
             v["principal"] = json!(p);
         }
+        if let Some(p) = &f.pid {
+            v["pid"] = json!(p);
+        }
         if let Some(t) = f.reregistered_time {
             v["reregistered_time"] = json!(seconds(t));
         }

@@ -112,6 +112,7 @@ impl Master {
         subscribe: v1::scheduler::call::Subscribe,
         stream_id: String,
         sink: mpsc::Sender<StreamEvent>,
+        pid: Option<String>,
     ) {
         self.count_call("SUBSCRIBE");
         let mut info = subscribe.framework_info;
@@ -174,6 +175,9 @@ impl Master {
                     return;
                 }
                 self.failover(&id, info, stream, suppressed, now);
+                if let Some(f) = self.frameworks.get_mut(&id) {
+                    f.pid = pid;
+                }
             }
             id => {
                 let id = id.unwrap_or_else(|| self.new_framework_id());
@@ -192,6 +196,7 @@ impl Master {
                     reregistered_time: None,
                     unregistered_time: None,
                     calls: Default::default(),
+                    pid,
                     offer_run: (0, 0),
                 };
                 self.frameworks.insert(id.clone(), framework);
