@@ -482,3 +482,117 @@ async fn metrics_carry_mesos_names() {
         .unwrap();
     assert_eq!(health.status().as_u16(), 200);
 }
+
+/// The master's read-only endpoints beside `/state`, as Mesos serves them:
+/// `/frameworks`, `/slaves`, `/tasks` (selection, order, paging), `/flags`
+/// and `/version`, also under `/master/`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_only_endpoints_select_order_and_page_as_mesos() {
+    let m = Master::start(Setup {
+        agents: 2,
+        ..Setup::default()
+    })
+    .await;
+    let get = |path: &str| {
+        let url = format!("{}{path}", m.url);
+        let http = m.http.clone();
+        async move {
+            let r = http.get(&url).send().await.unwrap();
+            assert_eq!(r.status().as_u16(), 200, "{url}");
+            r.json::<serde_json::Value>().await.unwrap()
+        }
+    };
+    let mut f = m.subscribe(framework("f", "r1"), ContentType::Json).await;
+    let mut offers = f.offers().await;
+    if offers.len() < 2 {
+        offers.extend(f.offers().await);
+    }
+    // Three tasks launched a second apart: their first statuses' times
+    // order them.
+    let mut launched = Vec::new();
+    for (i, offer) in offers.iter().chain(std::iter::once(&offers[0])).enumerate() {
+        let id = format!("t{i}");
+        if i == 2 {
+            f.call(Call {
+                r#type: Some(call::Type::Revive as i32),
+                ..Default::default()
+            })
+            .await;
+            let again = f.offers().await.remove(0);
+            assert_eq!(
+                f.launch(&again, vec![task(&id, &again, "cpus:0.5;mem:64", None)])
+                    .await,
+                202
+            );
+        } else {
+            assert_eq!(
+                f.launch(offer, vec![task(&id, offer, "cpus:0.5;mem:64", None)])
+                    .await,
+                202
+            );
+        }
+        let running = f.update().await;
+        assert_eq!(running.state(), v1::TaskState::TaskRunning);
+        launched.push(id);
+        m.advance(Duration::from_secs(1)).await;
+    }
+    let framework_id = f.id.clone();
+    for prefix in ["", "/master"] {
+        let all = get(&format!("{prefix}/frameworks")).await;
+        assert_eq!(all["frameworks"][0]["id"], framework_id.as_str());
+        assert_eq!(all["unregistered_frameworks"], serde_json::json!([]));
+        let none = get(&format!("{prefix}/frameworks?framework_id=nobody")).await;
+        assert!(none["frameworks"].as_array().unwrap().is_empty());
+        let slaves = get(&format!("{prefix}/slaves")).await;
+        let ids: Vec<&str> = slaves["slaves"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids.len(), 2);
+        let one = get(&format!("{prefix}/slaves?slave_id={}", ids[1])).await;
+        assert_eq!(one["slaves"].as_array().unwrap().len(), 1);
+        assert_eq!(one["slaves"][0]["id"], ids[1]);
+        let ids_of = |v: &serde_json::Value| -> Vec<String> {
+            v["tasks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t["id"].as_str().unwrap().to_string())
+                .collect()
+        };
+        // Newest first by default; oldest first with order=asc.
+        let tasks = get(&format!("{prefix}/tasks")).await;
+        assert_eq!(ids_of(&tasks), ["t2", "t1", "t0"]);
+        let asc = get(&format!("{prefix}/tasks?order=asc")).await;
+        assert_eq!(ids_of(&asc), ["t0", "t1", "t2"]);
+        let page = get(&format!("{prefix}/tasks?order=asc&limit=1&offset=1")).await;
+        assert_eq!(ids_of(&page), ["t1"]);
+        let bad = get(&format!("{prefix}/tasks?limit=many&offset=-1")).await;
+        assert_eq!(ids_of(&bad).len(), 3, "bad numbers are taken as absent");
+        let one = get(&format!(
+            "{prefix}/tasks?task_id=t0&framework_id={framework_id}"
+        ))
+        .await;
+        assert_eq!(ids_of(&one), ["t0"]);
+        assert_eq!(tasks["tasks"][0]["state"], "TASK_RUNNING");
+        let flags = get(&format!("{prefix}/flags")).await;
+        assert_eq!(flags["flags"]["allocation_interval"], "1secs");
+    }
+    let version = get("/version").await;
+    assert_eq!(version["version"], unisched_mesos::MESOS_VERSION);
+    // Ended tasks are listed too, after their framework is gone.
+    assert_eq!(f.simple(call::Type::Teardown).await, 202);
+    m.allocate().await;
+    let tasks = get("/tasks").await;
+    assert_eq!(tasks["tasks"].as_array().unwrap().len(), 3, "{tasks}");
+    assert!(
+        tasks["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["state"] == "TASK_KILLED"),
+        "{tasks}"
+    );
+}

@@ -79,6 +79,15 @@ pub fn router(
         .route("/master/state", get(state))
         .route("/master/state.json", get(state))
         .route("/metrics/snapshot", get(metrics))
+        .route("/frameworks", get(frameworks_view))
+        .route("/master/frameworks", get(frameworks_view))
+        .route("/slaves", get(slaves_view))
+        .route("/master/slaves", get(slaves_view))
+        .route("/tasks", get(tasks_view))
+        .route("/master/tasks", get(tasks_view))
+        .route("/flags", get(flags_view))
+        .route("/master/flags", get(flags_view))
+        .route("/version", get(version_view))
         .route("/health", get(health))
         .route("/master/health", get(health))
         .route("/master/redirect", get(redirect))
@@ -684,6 +693,39 @@ async fn state(State(edge): State<Edge>) -> Response {
         Some(v) => axum::Json(v).into_response(),
         None => text(StatusCode::SERVICE_UNAVAILABLE, "the master has stopped"),
     }
+}
+
+/// A view of `/state` (see `report::views`).
+async fn state_view(
+    edge: &Edge,
+    view: impl FnOnce(&serde_json::Value) -> serde_json::Value,
+) -> Response {
+    match edge.master.query(super::report::Query::State).await {
+        Some(v) => axum::Json(view(&v)).into_response(),
+        None => text(StatusCode::SERVICE_UNAVAILABLE, "the master has stopped"),
+    }
+}
+
+type Params = axum::extract::Query<std::collections::HashMap<String, String>>;
+
+async fn frameworks_view(State(edge): State<Edge>, axum::extract::Query(q): Params) -> Response {
+    state_view(&edge, |s| super::report::views::frameworks(s, &q)).await
+}
+
+async fn slaves_view(State(edge): State<Edge>, axum::extract::Query(q): Params) -> Response {
+    state_view(&edge, |s| super::report::views::slaves(s, &q)).await
+}
+
+async fn tasks_view(State(edge): State<Edge>, axum::extract::Query(q): Params) -> Response {
+    state_view(&edge, |s| super::report::views::tasks(s, &q)).await
+}
+
+async fn flags_view(State(edge): State<Edge>) -> Response {
+    state_view(&edge, super::report::views::flags).await
+}
+
+async fn version_view(State(edge): State<Edge>) -> Response {
+    state_view(&edge, super::report::views::version).await
 }
 
 async fn metrics(State(edge): State<Edge>) -> Response {

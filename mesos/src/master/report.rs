@@ -566,3 +566,110 @@ fn attributes_json(attributes: &[v1::Attribute]) -> Value {
     }
     Value::Object(out)
 }
+
+/// Read-only views of `/state`, as Mesos' master serves them beside it:
+/// `/frameworks`, `/slaves`, `/tasks`, `/flags` and `/version` (each also
+/// under `/master/`), with their query parameters.
+pub mod views {
+    use std::collections::HashMap;
+
+    use serde_json::{Value, json};
+
+    /// Mesos' default `limit` of `/tasks`.
+    pub const TASK_LIMIT: usize = 100;
+
+    fn list<'a>(state: &'a Value, key: &str) -> impl Iterator<Item = &'a Value> + Clone {
+        state[key].as_array().into_iter().flatten()
+    }
+
+    fn selected(query: &HashMap<String, String>, key: &str, item: &Value) -> bool {
+        query.get(key).is_none_or(|id| item["id"] == id.as_str())
+    }
+
+    /// `/frameworks`: the registered and completed frameworks (one of them
+    /// with `framework_id`).
+    pub fn frameworks(state: &Value, query: &HashMap<String, String>) -> Value {
+        let pick = |key: &str| -> Vec<Value> {
+            list(state, key)
+                .filter(|f| selected(query, "framework_id", f))
+                .cloned()
+                .collect()
+        };
+        json!({
+            "frameworks": pick("frameworks"),
+            "completed_frameworks": pick("completed_frameworks"),
+            "unregistered_frameworks": [],
+        })
+    }
+
+    /// `/slaves`: the agents (one of them with `slave_id`).
+    pub fn slaves(state: &Value, query: &HashMap<String, String>) -> Value {
+        let slaves: Vec<Value> = list(state, "slaves")
+            .filter(|s| selected(query, "slave_id", s))
+            .cloned()
+            .collect();
+        json!({ "slaves": slaves, "recovered_slaves": [] })
+    }
+
+    /// The earliest status timestamp of a task (0 without statuses).
+    fn first_timestamp(task: &Value) -> f64 {
+        task["statuses"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|s| s["timestamp"].as_f64())
+            .fold(f64::INFINITY, f64::min)
+            .clamp(0.0, f64::MAX)
+    }
+
+    /// `/tasks`: live, unreachable and completed tasks of every framework
+    /// (`framework_id`, `task_id` select), ordered by their first status'
+    /// time (`order=asc`, else newest first), `limit` (100) from `offset`
+    /// (0). Bad numbers are taken as absent, as Mesos does.
+    pub fn tasks(state: &Value, query: &HashMap<String, String>) -> Value {
+        let number = |key: &str| query.get(key).and_then(|v| v.parse::<usize>().ok());
+        let limit = number("limit").unwrap_or(TASK_LIMIT);
+        let offset = number("offset").unwrap_or(0);
+        let ascending = query.get("order").is_some_and(|o| o == "asc");
+        let mut tasks: Vec<&Value> = list(state, "frameworks")
+            .chain(list(state, "completed_frameworks"))
+            .filter(|f| selected(query, "framework_id", f))
+            .flat_map(|f| {
+                ["tasks", "unreachable_tasks", "completed_tasks"]
+                    .into_iter()
+                    .flat_map(move |k| f[k].as_array().into_iter().flatten())
+            })
+            .filter(|t| selected(query, "task_id", t))
+            .collect();
+        tasks.sort_by(|a, b| {
+            let (x, y) = (first_timestamp(a), first_timestamp(b));
+            if ascending {
+                x.total_cmp(&y)
+            } else {
+                y.total_cmp(&x)
+            }
+        });
+        let page: Vec<Value> = tasks
+            .into_iter()
+            .skip(offset)
+            .take(limit)
+            .cloned()
+            .collect();
+        json!({ "tasks": page })
+    }
+
+    /// `/flags`.
+    pub fn flags(state: &Value) -> Value {
+        json!({ "flags": state["flags"].clone() })
+    }
+
+    /// `/version`.
+    pub fn version(state: &Value) -> Value {
+        json!({
+            "version": state["version"],
+            "build_date": state["build_date"],
+            "build_time": state["build_time"],
+            "build_user": state["build_user"],
+        })
+    }
+}
