@@ -598,3 +598,95 @@ async fn mesos_go_v0_driver_authenticates_with_sasl() {
 async fn mesos_go_authenticates_with_basic_credentials() {
     mesos_go("protobuf", false, true).await;
 }
+
+/// pymesos' operator driver (`MesosOperatorMasterDriver`, the v1 operator
+/// API): it subscribes to the master's events and makes the read-only
+/// calls while a pymesos framework runs a task and goes
+/// (`tests/pymesos/operator_watch.py`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pymesos_operator_driver_watches_the_master() {
+    let Some(python) = found(
+        "pymesos",
+        "UNISCHED_REQUIRE_PYMESOS",
+        python_with("pymesos", "UNISCHED_PYMESOS_PYTHON", "pymesos-venv"),
+    ) else {
+        return;
+    };
+    let work_dir =
+        std::env::temp_dir().join(format!("unisched-operator-watch-{}", std::process::id()));
+    let scheduler = Scheduler::start(SchedulerOptions::default());
+    let cluster = local::start(
+        scheduler.clone(),
+        LocalOptions {
+            addr: "127.0.0.1:0".parse().unwrap(),
+            agents: 2,
+            agent_resources: Resources::parse("cpus:2;mem:1024").unwrap(),
+            executor: ExecutorKind::Process,
+            work_dir: work_dir.clone(),
+            ..Default::default()
+        },
+    )
+    .await
+    .expect("master starts");
+    let master = cluster.addr.to_string();
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new(python)
+            .arg(repo_path("tests/pymesos/operator_watch.py"))
+            .arg(master)
+            .output()
+            .expect("the watcher runs")
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "stdout: {stdout}\nstderr: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let summary: serde_json::Value =
+        serde_json::from_str(stdout.lines().last().unwrap_or_default()).expect("a JSON summary");
+    assert_eq!(summary["agents_at_start"], 2, "{summary}");
+    assert_eq!(summary["agents"], 2, "{summary}");
+    assert_eq!(summary["healthy"], true, "{summary}");
+    assert_eq!(
+        summary["version"],
+        unisched_mesos::MESOS_VERSION,
+        "{summary}"
+    );
+    assert_eq!(summary["state_frameworks"], 1, "{summary}");
+    assert_eq!(summary["roles"], serde_json::json!(["ops"]), "{summary}");
+    assert_eq!(
+        summary["completed_tasks"],
+        serde_json::json!(["TASK_FINISHED"]),
+        "{summary}"
+    );
+    let events: Vec<(String, String)> = summary["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e[0].as_str().unwrap().to_string(),
+                e[1].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let expected = [
+        ("FRAMEWORK_ADDED", "watched"),
+        ("TASK_ADDED", "op-task"),
+        ("TASK_UPDATED", "TASK_RUNNING"),
+        ("TASK_UPDATED", "TASK_FINISHED"),
+        ("FRAMEWORK_REMOVED", "watched"),
+    ];
+    // In this order (TASK_STARTING may come between).
+    let mut at = 0;
+    for (kind, detail) in &events {
+        if at < expected.len() && (kind.as_str(), detail.as_str()) == expected[at] {
+            at += 1;
+        }
+    }
+    assert_eq!(at, expected.len(), "{events:?}");
+    cluster.stop();
+    let _ = std::fs::remove_dir_all(work_dir);
+}

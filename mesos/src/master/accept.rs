@@ -625,6 +625,7 @@ impl Master {
                 holds: true,
             },
         );
+        self.publish_task_added(framework, &task_id);
         PendingLaunch {
             framework: framework.to_string(),
             task: task_id,

@@ -36,6 +36,7 @@ impl Master {
         agent.url = self.agent_url(&agent);
         self.agents.insert(id.clone(), agent);
         self.sync_pools(&id);
+        self.publish_agent_added(&id);
         // A new agent is offered at once, as Mesos does.
         self.core.offers(vec![
             unisched_core::scheduler::offers::OfferChange::Allocate,
@@ -108,6 +109,7 @@ impl Master {
         self.drop_pools(id);
         let agent = self.agents.remove(id).expect("agent exists");
         agent.backend.stop();
+        self.publish_agent_removed(id);
         let frameworks: Vec<String> = self
             .frameworks
             .values()

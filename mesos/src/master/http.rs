@@ -67,6 +67,8 @@ pub fn router(
     };
     Router::new()
         .route("/api/v1/scheduler", any(scheduler))
+        .route("/api/v1", any(operator_api))
+        .route("/api/v1/operator", any(operator_api))
         .route("/api/v1/executor", any(executor_api))
         .route("/{process}/api/v1/executor", any(executor_api_agent))
         .route("/api/v1/resource_provider", any(resource_provider_master))
@@ -390,6 +392,88 @@ fn check_principal(call: &Call, principal: &Option<String>) -> Result<(), String
         (Some(p), Some(i)) if p != i => Err(super::auth::http_principal_mismatch(p, i)),
         _ => Ok(()),
     }
+}
+
+/// Mesos' operator API of the master (`/api/v1`; pymesos' operator driver
+/// posts to `/api/v1/operator`, which Mesos routes there too): see
+/// `super::operator`. Behind `--token`, as the other APIs.
+async fn operator_api(
+    State(edge): State<Edge>,
+    method: Method,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    use crate::v1::master::Call as OpCall;
+    let call: OpCall = match decode_call(&edge, Realm::Token, &method, &headers, &body) {
+        Ok((c, _)) => c,
+        Err(r) => return *r,
+    };
+    if let Err(e) = super::operator::validate(&call) {
+        return text(
+            StatusCode::BAD_REQUEST,
+            format!("Failed to validate master::Call: {e}"),
+        );
+    }
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+    let Some(accept) = crate::codec::accept_negotiation(accept) else {
+        return text(
+            StatusCode::NOT_ACCEPTABLE,
+            "Expecting 'Accept' to allow 'application/json' or 'application/x-protobuf'",
+        );
+    };
+    if call.r#type() == crate::v1::master::call::Type::Subscribe {
+        return operator_events(&edge, accept);
+    }
+    let teardown = call.r#type() == crate::v1::master::call::Type::Teardown;
+    let answer = edge
+        .master
+        .query(|reply| super::report::Query::Operator(Box::new(call), reply))
+        .await;
+    match answer {
+        None => text(StatusCode::SERVICE_UNAVAILABLE, "the master has stopped"),
+        Some(Err(e)) => call_error(e),
+        Some(Ok(_)) if teardown => StatusCode::OK.into_response(),
+        Some(Ok(response)) => (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, accept.mime())],
+            crate::codec::encode(&response, accept),
+        )
+            .into_response(),
+    }
+}
+
+/// The operator API's SUBSCRIBE: a RecordIO stream of `master::Event`s
+/// (`super::operator::events`), with a HEARTBEAT every heartbeat interval
+/// made here. The master holds the only sender: when it drops a subscriber
+/// (too slow) or stops, the stream ends.
+fn operator_events(edge: &Edge, accept: ContentType) -> Response {
+    let (sink, events) = mpsc::channel(edge.stream_capacity.max(1));
+    if !edge
+        .master
+        .send(Input::Query(super::report::Query::OperatorSubscribe(sink)))
+    {
+        return text(StatusCode::SERVICE_UNAVAILABLE, "the master has stopped");
+    }
+    let interval = edge.master.heartbeat_interval();
+    let ticks = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
+    let body =
+        futures_util::stream::unfold((events, ticks), move |(mut events, mut ticks)| async move {
+            let event = tokio::select! {
+                e = events.recv() => e?,
+                _ = ticks.tick() => super::operator::events::heartbeat(),
+            };
+            let record = crate::recordio::encode_record(&crate::codec::encode(&event, accept));
+            Some((
+                Ok::<Bytes, Infallible>(Bytes::from(record)),
+                (events, ticks),
+            ))
+        });
+    let mut response = Response::new(Body::from_stream(body));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(accept.mime()),
+    );
+    response
 }
 
 /// `/api/v1/resource_provider` of the master: external providers.

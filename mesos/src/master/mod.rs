@@ -56,6 +56,7 @@ mod offer_book;
 mod offer_wire;
 mod offers;
 mod operations;
+pub mod operator;
 mod plain;
 mod pools;
 mod providers;
@@ -415,6 +416,7 @@ pub struct MasterHandle {
 struct HandleInner {
     tx: Sender<Input>,
     info: v1::MasterInfo,
+    heartbeat_interval: Duration,
 }
 
 impl Drop for HandleInner {
@@ -448,6 +450,7 @@ impl MasterHandle {
         )?;
         let clock = scheduler.clock();
         let id_seed = settings.id_seed;
+        let heartbeat_interval = settings.heartbeat_interval;
         let cpu = settings.cpu;
         let master_id = match id_seed {
             Some(mut seed) => state::seeded_uuid(&mut seed).to_string(),
@@ -491,13 +494,22 @@ impl MasterHandle {
             })?;
         Ok(Self {
             tx: tx.clone(),
-            inner: Arc::new(HandleInner { tx, info }),
+            inner: Arc::new(HandleInner {
+                tx,
+                info,
+                heartbeat_interval,
+            }),
         })
     }
 
     /// What SUBSCRIBED events carry about this master.
     pub fn info(&self) -> &v1::MasterInfo {
         &self.inner.info
+    }
+
+    /// How often subscribers get a HEARTBEAT.
+    pub fn heartbeat_interval(&self) -> Duration {
+        self.inner.heartbeat_interval
     }
 
     /// Sends an input to the master thread (false when it has stopped).

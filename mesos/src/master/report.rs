@@ -23,6 +23,13 @@ pub enum Query {
     LiveState(oneshot::Sender<Value>),
     /// `/metrics/snapshot`.
     Metrics(oneshot::Sender<BTreeMap<String, f64>>),
+    /// An operator API subscriber (`super::operator::events`).
+    OperatorSubscribe(super::operator::events::Sink),
+    /// A call of the operator API (`super::operator`), validated.
+    Operator(
+        Box<crate::v1::master::Call>,
+        oneshot::Sender<Result<crate::v1::master::Response, super::CallError>>,
+    ),
 }
 
 /// Resources as Mesos' JSON models them: scalars as numbers (cpus, gpus,
@@ -122,6 +129,10 @@ impl Master {
             }
             Query::Metrics(reply) => {
                 let _ = reply.send(self.metrics());
+            }
+            Query::OperatorSubscribe(sink) => self.operator_subscribe(sink),
+            Query::Operator(call, reply) => {
+                let _ = reply.send(self.operator(&call));
             }
         }
     }

@@ -640,6 +640,8 @@ pub struct Master {
     /// Streams that failed a send (full or closed), to disconnect after the
     /// current input: (framework id, stream generation).
     pub broken_streams: Vec<(String, u64)>,
+    /// Subscribers of the operator API's event stream (`operator::events`).
+    pub operator_streams: Vec<super::operator::events::Sink>,
     /// Clock time (ns) the master started.
     pub start_time: u64,
     next_framework: u64,
@@ -682,6 +684,7 @@ impl Master {
             counters: Counters::default(),
             open_run: None,
             broken_streams: Vec::new(),
+            operator_streams: Vec::new(),
             start_time,
             next_framework: 0,
             next_offer: 0,

@@ -178,6 +178,7 @@ impl Master {
                 if let Some(f) = self.frameworks.get_mut(&id) {
                     f.pid = pid;
                 }
+                self.publish_framework(&id, false);
             }
             id => {
                 let id = id.unwrap_or_else(|| self.new_framework_id());
@@ -205,6 +206,7 @@ impl Master {
                 }
                 self.activate(&id);
                 self.subscribed(&id, generation);
+                self.publish_framework(&id, true);
             }
         }
     }
@@ -481,6 +483,7 @@ impl Master {
             f.stream = None;
             f.unregistered_time = Some(now);
         }
+        self.publish_framework(id, false);
         if let Connection::Disconnected { failover_deadline } = next {
             if failover_deadline <= now {
                 self.remove_framework(id);
@@ -559,6 +562,7 @@ impl Master {
             f.stream = None;
             f.unregistered_time = Some(self.now());
             self.counters.frameworks_removed += 1;
+            self.publish_framework_removed(&f.info);
             self.completed_frameworks.push_back(f);
             while self.completed_frameworks.len() > COMPLETED_FRAMEWORKS_KEPT {
                 self.completed_frameworks.pop_front();

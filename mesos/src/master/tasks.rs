@@ -176,6 +176,7 @@ impl Master {
                         .or_default() += 1;
                     self.give_back(&framework_id, &key.1);
                 }
+                self.publish_task_updated(&framework_id, &status, state);
                 self.forward(&framework_id, &key.1, *status);
             }
             AgentUpdate::Message {
@@ -384,12 +385,13 @@ impl Master {
             status.executor_id = t.executor.as_ref().map(|e| e.executor_id.clone());
             // No uuid: it is never sent, so never acknowledged.
             t.state = state;
-            t.statuses.push(status);
+            t.statuses.push(status.clone());
             *self
                 .counters
                 .tasks_terminal
                 .entry(state_name(state))
                 .or_default() += 1;
+            self.publish_task_updated(framework, &status, state);
         }
         self.remove_task(framework, task);
     }
@@ -624,6 +626,7 @@ impl Master {
             .entry(state_name(state))
             .or_default() += 1;
         self.give_back(framework, task);
+        self.publish_task_updated(framework, &status, state);
         self.forward(framework, task, status);
     }
 }

@@ -58,6 +58,8 @@ pub struct Setup {
     pub authenticate_frameworks: bool,
     /// Scheduler API calls must carry Basic credentials.
     pub authenticate_http_frameworks: bool,
+    /// How often streams get a HEARTBEAT (Mesos' 15 s when `None`).
+    pub heartbeat_interval: Option<Duration>,
 }
 
 impl Default for Setup {
@@ -75,6 +77,7 @@ impl Default for Setup {
             credentials: &[],
             authenticate_frameworks: false,
             authenticate_http_frameworks: false,
+            heartbeat_interval: None,
         }
     }
 }
@@ -95,6 +98,9 @@ impl Master {
             weights: unisched_mesos::master::config::parse_weights(setup.weights).unwrap(),
             offer_timeout: setup.offer_timeout,
             stream_capacity: setup.stream_capacity,
+            heartbeat_interval: setup
+                .heartbeat_interval
+                .unwrap_or(Settings::default().heartbeat_interval),
             ..Settings::default()
         };
         static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);

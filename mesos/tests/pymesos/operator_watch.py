@@ -1,0 +1,132 @@
+"""pymesos' operator driver (MesosOperatorMasterDriver) against
+`unisched serve --mesos-addr`: it subscribes to the master's operator event
+stream, makes the read-only calls, and watches a small framework (a pymesos
+scheduler in this process) run one task and go. Prints a JSON summary of
+what it saw; exits non-zero when something is missing. Used by
+mesos/tests/framework_libraries.rs.
+"""
+
+import json
+import sys
+import threading
+import time
+
+from addict import Dict
+from pymesos import MesosSchedulerDriver, Scheduler
+from pymesos.interface import OperatorMaster
+from pymesos.operator_v1 import MesosOperatorMasterDriver
+
+MASTER = sys.argv[1]
+
+
+class Watcher(OperatorMaster):
+    def __init__(self):
+        self.events = []
+        self.lock = threading.Lock()
+        self.removed = threading.Event()
+
+    def _note(self, kind, detail):
+        with self.lock:
+            self.events.append([kind, detail])
+
+    def taskAdded(self, task_info):
+        self._note("TASK_ADDED", task_info["task_id"]["value"])
+
+    def taskUpdated(self, task_info):
+        self._note("TASK_UPDATED", task_info["state"])
+
+    def frameworkAdded(self, framework_info):
+        self._note("FRAMEWORK_ADDED", framework_info["framework_info"]["name"])
+
+    def frameworkUpdated(self, framework_info):
+        self._note("FRAMEWORK_UPDATED", framework_info["framework_info"]["name"])
+
+    def frameworkRemoved(self, framework_info):
+        self._note("FRAMEWORK_REMOVED", framework_info["name"])
+        self.removed.set()
+
+    def agentAdded(self, agent_info):
+        self._note("AGENT_ADDED", agent_info["agent_info"]["hostname"])
+
+    def agentRemoved(self, agent_id):
+        self._note("AGENT_REMOVED", agent_id)
+
+
+class Driver(MesosOperatorMasterDriver):
+    """Notes when the subscription is open (SUBSCRIBED came)."""
+
+    def __init__(self, *args, **kwargs):
+        super(Driver, self).__init__(*args, **kwargs)
+        self.subscribed = threading.Event()
+        self.agents_at_start = None
+
+    def on_subscribed(self, info):
+        self.agents_at_start = len(info["get_state"]["get_agents"]["agents"])
+        self.subscribed.set()
+
+
+class OneTask(Scheduler):
+    def __init__(self):
+        self.launched = False
+        self.done = threading.Event()
+
+    def resourceOffers(self, driver, offers):
+        for offer in offers:
+            if self.launched:
+                driver.declineOffer(offer.id)
+                continue
+            task = Dict()
+            task.task_id.value = "op-task"
+            task.agent_id.value = offer.agent_id.value
+            task.name = "operator watched task"
+            task.command.value = "true"
+            task.resources = [
+                dict(name="cpus", type="SCALAR", scalar={"value": 0.5}),
+                dict(name="mem", type="SCALAR", scalar={"value": 64}),
+            ]
+            driver.launchTasks(offer.id, [task])
+            self.launched = True
+
+    def statusUpdate(self, driver, update):
+        if update.state == "TASK_FINISHED":
+            self.done.set()
+
+
+def main():
+    watcher = Watcher()
+    operator = Driver(MASTER, operator=watcher)
+    operator.start()
+    summary = {"subscribed": operator.subscribed.wait(10)}
+    summary["agents_at_start"] = operator.agents_at_start
+    summary["healthy"] = operator.getHealth()["get_health"]["healthy"]
+    summary["version"] = operator.getVersion()["get_version"]["version_info"]["version"]
+    summary["agents"] = len(operator.getAgents()["get_agents"]["agents"])
+    summary["master_pid"] = operator.getMaster()["get_master"]["master_info"]["pid"]
+
+    framework = Dict()
+    framework.user = "root"
+    framework.name = "watched"
+    framework.role = "ops"
+    scheduler = OneTask()
+    driver = MesosSchedulerDriver(scheduler, framework, MASTER, use_addict=True)
+    driver.start()
+    summary["task_finished"] = scheduler.done.wait(30)
+    state = operator.getState()["get_state"]
+    summary["state_frameworks"] = len(state["get_frameworks"].get("frameworks", []))
+    roles = operator.getRoles()["get_roles"].get("roles", [])
+    summary["roles"] = sorted(r["name"] for r in roles)
+    driver.stop()
+    driver.join()
+    summary["removed_seen"] = watcher.removed.wait(10)
+    tasks = operator.getTasks()["get_tasks"]
+    summary["completed_tasks"] = [t["state"] for t in tasks.get("completed_tasks", [])]
+    with watcher.lock:
+        summary["events"] = list(watcher.events)
+    operator.stop()
+    print(json.dumps(summary))
+    ok = summary["subscribed"] and summary["task_finished"] and summary["removed_seen"]
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
