@@ -138,6 +138,15 @@ fn call_error(e: CallError) -> Response {
     )
 }
 
+/// Upstream's validation error of a call missing the message `name`.
+pub(super) fn expecting(present: bool, name: &str) -> Result<(), String> {
+    if present {
+        Ok(())
+    } else {
+        Err(format!("Expecting '{name}' to be present"))
+    }
+}
+
 /// Checks a call as Mesos does before it reaches the master.
 pub fn validate_call(call: &Call) -> Result<(), String> {
     let Some(kind) = call.r#type.and_then(|t| CallType::try_from(t).ok()) else {
@@ -155,13 +164,7 @@ pub fn validate_call(call: &Call) -> Result<(), String> {
     if call.framework_id.is_none() {
         return Err("Expecting 'framework_id' to be present".to_string());
     }
-    let missing = |present: bool, name: &str| {
-        if present {
-            Ok(())
-        } else {
-            Err(format!("Expecting '{name}' to be present"))
-        }
-    };
+    let missing = expecting;
     let uuid_ok = |uuid: &[u8]| {
         if uuid.len() == 16 {
             Ok(())

@@ -37,13 +37,7 @@ pub fn validate(call: &Call) -> Result<(), String> {
     let Some(kind) = call.r#type.and_then(|t| CallType::try_from(t).ok()) else {
         return Err("Expecting 'type' to be present".to_string());
     };
-    let need = |present: bool, name: &str| {
-        if present {
-            Ok(())
-        } else {
-            Err(format!("Expecting '{name}' to be present"))
-        }
-    };
+    let need = super::http::expecting;
     match kind {
         CallType::Unknown => Err("Expecting 'type' to be present".to_string()),
         CallType::Teardown => need(call.teardown.is_some(), "teardown"),
@@ -199,13 +193,11 @@ impl Master {
     fn offered_allocated(&self) -> BTreeMap<String, Resources> {
         let mut by_agent: BTreeMap<String, Resources> = BTreeMap::new();
         for f in self.frameworks.values() {
-            for &n in f.offers.listed(|_| true).iter() {
-                if let Some(o) = self.offers.get_number(n) {
-                    by_agent
-                        .entry(o.agent.to_string())
-                        .or_default()
-                        .add(&o.resources.allocated(&o.role));
-                }
+            for (o, resources) in self.offers_out(f) {
+                by_agent
+                    .entry(o.agent.to_string())
+                    .or_default()
+                    .add(&resources);
             }
         }
         by_agent
@@ -289,13 +281,9 @@ impl Master {
             }
         }
         let mut offered = Resources::default();
-        let offers: Vec<v1::Offer> = f
-            .offers
-            .listed(|_| true)
-            .iter()
-            .filter_map(|&n| self.offers.get_number(n))
-            .map(|o| {
-                let resources = o.resources.allocated(&o.role);
+        let offers: Vec<v1::Offer> = self
+            .offers_out(f)
+            .map(|(o, resources)| {
                 offered.add(&resources);
                 v1::Offer {
                     id: v1::OfferId {
@@ -424,11 +412,9 @@ impl Master {
             }
         }
         for f in self.frameworks.values() {
-            for &n in f.offers.listed(|_| true).iter() {
-                if let Some(o) = self.offers.get_number(n)
-                    && let Some((_, r)) = roles.get_mut(&*o.role)
-                {
-                    r.add(&o.resources.allocated(&o.role));
+            for (o, resources) in self.offers_out(f) {
+                if let Some((_, r)) = roles.get_mut(&*o.role) {
+                    r.add(&resources);
                 }
             }
         }

@@ -102,13 +102,7 @@ pub fn validate_call(c: &Call) -> Result<(), String> {
     let Some(kind) = c.r#type.and_then(|t| call::Type::try_from(t).ok()) else {
         return Err("Expecting 'type' to be present".to_string());
     };
-    let missing = |present: bool, name: &str| {
-        if present {
-            Ok(())
-        } else {
-            Err(format!("Expecting '{name}' to be present"))
-        }
-    };
+    let missing = super::http::expecting;
     match kind {
         call::Type::Subscribe => missing(c.subscribe.is_some(), "subscribe"),
         call::Type::UpdateOperationStatus => {

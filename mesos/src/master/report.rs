@@ -154,14 +154,9 @@ impl Master {
             }
         }
         let mut offered = Resources::default();
-        let offers: Vec<Value> = f
-            .offers
-            .listed(|_| true)
-            .iter()
-            // The books hold the offers still out (one look-up each).
-            .filter_map(|&n| self.offers.get_number(n))
-            .map(|o| {
-                let resources = o.resources.allocated(&o.role);
+        let offers: Vec<Value> = self
+            .offers_out(f)
+            .map(|(o, resources)| {
                 offered.add(&resources);
                 json!({
                     "id": self.offers.id_of(o.number),
@@ -259,6 +254,19 @@ impl Master {
     }
 
     /// What outstanding offers hold, by agent (unallocated form).
+    /// The offers out to `f` (the books hold them, one look-up each), each
+    /// with its resources in allocated form.
+    pub(super) fn offers_out<'a>(
+        &'a self,
+        f: &Framework,
+    ) -> impl Iterator<Item = (&'a super::state::Offer, Resources)> + 'a {
+        f.offers
+            .listed(|_| true)
+            .into_iter()
+            .filter_map(|n| self.offers.get_number(n))
+            .map(|o| (o, o.resources.allocated(&o.role)))
+    }
+
     fn offered_by_agent(&self) -> BTreeMap<&str, Resources> {
         let mut out: BTreeMap<&str, Resources> = BTreeMap::new();
         for o in self.offers.values() {
