@@ -1,7 +1,11 @@
 //! The master's HTTP edge: `POST /api/v1/scheduler` (Mesos' v1 scheduler
-//! API), `/state`, `/metrics/snapshot`, `/health`, `/master/redirect`.
+//! API), `POST /api/v1` (the operator API, `super::operator`), the executor
+//! and resource provider APIs, libprocess messages (`super::libprocess`),
+//! `/state` and its views (`/frameworks`, `/slaves`, `/tasks`, `/flags`,
+//! `/version`), `/metrics/snapshot`, `/health`, `/master/redirect`.
 //!
-//! Handlers check what needs no state (method, token, content types, body,
+//! Handlers check what needs no state (method, authentication (`--token`,
+//! or a framework's credentials, `super::auth`), content types, body,
 //! call validation, `Accept`) and hand the call to the master thread; a
 //! SUBSCRIBE answers 200 at once with a chunked RecordIO stream that the
 //! response task fills from the subscription's channel, encoding each event
