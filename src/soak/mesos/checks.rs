@@ -132,6 +132,7 @@ impl MesosSim {
         self.check_frameworks(&state, &mut v);
         self.check_agents(&state, &snap, &mut v);
         self.check_core(&state, &snap, &mut v);
+        v.extend(self.world.operator.check(&state));
         v
     }
 

@@ -41,6 +41,7 @@ pub mod agents;
 pub mod checks;
 pub mod frameworks;
 pub mod fw_ops;
+pub mod operator_view;
 pub mod ops;
 pub mod providers;
 pub mod sim;

@@ -64,6 +64,8 @@ pub struct World {
     pub core: Scheduler,
     /// The master.
     pub master: MasterHandle,
+    /// A subscriber of the operator API's events from the start.
+    pub operator: super::operator_view::OperatorView,
     runtime: tokio::runtime::Runtime,
 }
 
@@ -93,10 +95,12 @@ impl World {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .build()
             .map_err(|e| e.to_string())?;
+        let operator = super::operator_view::OperatorView::subscribe(&master);
         Ok(World {
             clock,
             core,
             master,
+            operator,
             runtime,
         })
     }
