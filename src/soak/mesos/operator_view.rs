@@ -95,7 +95,10 @@ impl OperatorView {
                     }
                 }
                 _ if !self.subscribed => {
-                    v.push(format!("operator stream: {:?} before SUBSCRIBED", e.r#type()));
+                    v.push(format!(
+                        "operator stream: {:?} before SUBSCRIBED",
+                        e.r#type()
+                    ));
                 }
                 Type::FrameworkAdded | Type::FrameworkUpdated => {
                     let f = e
@@ -109,7 +112,10 @@ impl OperatorView {
                 Type::FrameworkRemoved => {
                     if let Some(id) = e.framework_removed.and_then(|r| r.framework_info.id) {
                         if !self.frameworks.remove(&id.value) {
-                            v.push(format!("operator stream: {} removed, never added", id.value));
+                            v.push(format!(
+                                "operator stream: {} removed, never added",
+                                id.value
+                            ));
                         }
                         self.tasks.retain(|(f, _), _| *f != id.value);
                     }
@@ -185,7 +191,10 @@ impl OperatorView {
         for f in state["frameworks"].as_array().into_iter().flatten() {
             let fid = f["id"].as_str().unwrap_or_default().to_string();
             for t in f["tasks"].as_array().into_iter().flatten() {
-                let key = (fid.clone(), t["id"].as_str().unwrap_or_default().to_string());
+                let key = (
+                    fid.clone(),
+                    t["id"].as_str().unwrap_or_default().to_string(),
+                );
                 let listed = t["state"].as_str().unwrap_or_default();
                 match self.tasks.get(&key) {
                     Some(s) if s.as_str_name() == listed => {}
