@@ -623,6 +623,11 @@ async fn pymesos_operator_driver_watches_the_master() {
             agent_resources: Resources::parse("cpus:2;mem:1024").unwrap(),
             executor: ExecutorKind::Process,
             work_dir: work_dir.clone(),
+            // The framework's role has a quota limit, which GET_QUOTA shows.
+            config: Some(
+                "partitions:\n  - name: mesos\n    queues:\n      - name: root\n        submitacl: '*'\n        queues:\n          - name: ops\n            resources:\n              max: {vcore: 2, memory: 1Gi}\n"
+                    .to_string(),
+            ),
             ..Default::default()
         },
     )
@@ -656,6 +661,11 @@ async fn pymesos_operator_driver_watches_the_master() {
     );
     assert_eq!(summary["state_frameworks"], 1, "{summary}");
     assert_eq!(summary["roles"], serde_json::json!(["ops"]), "{summary}");
+    assert_eq!(
+        summary["quota"],
+        serde_json::json!({"ops": {"cpus": {"value": 2.0}, "mem": {"value": 1024.0}}}),
+        "{summary}"
+    );
     assert_eq!(
         summary["completed_tasks"],
         serde_json::json!(["TASK_FINISHED"]),

@@ -390,3 +390,48 @@ async fn bad_operator_calls_get_upstreams_answers() {
     .await;
     assert_eq!(status, 401);
 }
+
+/// GET_QUOTA: each queue with a guaranteed or a maximum is its role's
+/// quota, in Mesos' names and units; a role nested in another (`eng/web`)
+/// has its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quota_is_the_queues_guarantees_and_limits() {
+    let config = "partitions:
+  - name: mesos
+    queues:
+      - name: root
+        submitacl: '*'
+        queues:
+          - name: capped
+            resources:
+              max: {vcore: 1500m, memory: 256Mi}
+          - name: eng
+            queues:
+              - name: web
+                resources:
+                  guaranteed: {vcore: 2, memory: 1Gi}
+                  max: {vcore: 4}
+          - name: plain
+";
+    for ct in ENCODINGS {
+        let m = Master::start(Setup {
+            config: Some(config.to_string()),
+            ..Setup::default()
+        })
+        .await;
+        let r = ask(&m, op(call::Type::GetQuota), ct).await;
+        assert_eq!(r.r#type(), response::Type::GetQuota);
+        let configs = r.get_quota.unwrap().status.configs;
+        let roles: Vec<&str> = configs.iter().map(|c| c.role.as_str()).collect();
+        assert_eq!(roles, ["capped", "eng/web"]);
+        let scalar = |m: &std::collections::HashMap<String, v1::value::Scalar>, k: &str| {
+            m.get(k).map(|s| s.value)
+        };
+        assert_eq!(scalar(&configs[0].limits, "cpus"), Some(1.5));
+        assert_eq!(scalar(&configs[0].limits, "mem"), Some(256.0));
+        assert!(configs[0].guarantees.is_empty());
+        assert_eq!(scalar(&configs[1].guarantees, "cpus"), Some(2.0));
+        assert_eq!(scalar(&configs[1].guarantees, "mem"), Some(1024.0));
+        assert_eq!(scalar(&configs[1].limits, "cpus"), Some(4.0));
+    }
+}

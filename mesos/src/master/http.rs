@@ -431,6 +431,22 @@ async fn operator_api(
     if call.r#type() == crate::v1::master::call::Type::Subscribe {
         return operator_events(&edge, accept);
     }
+    if call.r#type() == crate::v1::master::call::Type::GetQuota {
+        let Some(status) = edge.master.quota().await else {
+            return text(StatusCode::SERVICE_UNAVAILABLE, "the core has stopped");
+        };
+        let response = crate::v1::master::Response {
+            r#type: Some(crate::v1::master::response::Type::GetQuota as i32),
+            get_quota: Some(crate::v1::master::response::GetQuota { status }),
+            ..Default::default()
+        };
+        return (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, accept.mime())],
+            crate::codec::encode(&response, accept),
+        )
+            .into_response();
+    }
     let teardown = call.r#type() == crate::v1::master::call::Type::Teardown;
     let answer = edge
         .master

@@ -417,6 +417,8 @@ struct HandleInner {
     tx: Sender<Input>,
     info: v1::MasterInfo,
     heartbeat_interval: Duration,
+    /// The core, for what only it knows (its queues' limits).
+    scheduler: Scheduler,
 }
 
 impl Drop for HandleInner {
@@ -471,6 +473,7 @@ impl MasterHandle {
             }),
             ..Default::default()
         };
+        let core_handle = scheduler.clone();
         let mut core = state::CoreLink {
             scheduler,
             rm_id: RM_ID.to_string(),
@@ -498,6 +501,7 @@ impl MasterHandle {
                 tx,
                 info,
                 heartbeat_interval,
+                scheduler: core_handle,
             }),
         })
     }
@@ -505,6 +509,18 @@ impl MasterHandle {
     /// What SUBSCRIBED events carry about this master.
     pub fn info(&self) -> &v1::MasterInfo {
         &self.inner.info
+    }
+
+    /// Mesos quota as the core's queues have it (`operator::quota_status`):
+    /// a snapshot of the Mesos partition, taken off the async runtime.
+    /// `None` when the core has stopped.
+    pub async fn quota(&self) -> Option<crate::v1::quota::QuotaStatus> {
+        let scheduler = self.inner.scheduler.clone();
+        let partition = format!("[{RM_ID}]{}", config::PARTITION);
+        let snapshot = tokio::task::spawn_blocking(move || scheduler.snapshot(&partition))
+            .await
+            .ok()??;
+        Some(operator::quota_status(&snapshot))
     }
 
     /// How often subscribers get a HEARTBEAT.

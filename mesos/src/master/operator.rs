@@ -4,10 +4,12 @@
 //! GET_TASKS, GET_ROLES, GET_WEIGHTS, GET_MASTER) and TEARDOWN, answered on
 //! the master thread from its books, in `mesos.v1.master.Response`.
 //!
-//! Calls this master does not serve (logging levels, the files API,
-//! maintenance, quota and weight changes, operations on agents' resources,
-//! agent draining) get 501 with the call's name. Quota and weights come
-//! from the queue configuration and `--mesos-weights` here.
+//! GET_QUOTA reads the core's queues (see [`quota_status`]; the HTTP edge
+//! answers it, as only the core knows them). Calls this master does not
+//! serve (logging levels, the files API, maintenance, quota and weight
+//! changes, operations on agents' resources, agent draining) get 501 with
+//! the call's name: quota and weights come from the queue configuration and
+//! `--mesos-weights` here.
 
 use std::collections::BTreeMap;
 
@@ -19,6 +21,37 @@ use crate::v1;
 use crate::v1::master::call::Type as CallType;
 use crate::v1::master::response::{self, Type as ResponseType};
 use crate::v1::master::{Call, Response};
+
+/// Mesos quota of the core's queues: each queue below `root` with a
+/// guaranteed or a maximum is its role's quota (`root.a.b` is `a/b`), in
+/// Mesos' names and units (`vcore` thousandths as `cpus`, bytes as MB).
+pub fn quota_status(snapshot: &unisched_core::PartitionSnapshot) -> v1::quota::QuotaStatus {
+    let scalars = |map: &BTreeMap<String, i64>| {
+        map.iter()
+            .map(|(name, value)| {
+                let (name, value) = super::units::scalar_from_core(name, *value);
+                (name, v1::value::Scalar { value })
+            })
+            .collect()
+    };
+    let mut configs: Vec<v1::quota::QuotaConfig> = snapshot
+        .queues
+        .iter()
+        .filter(|q| !q.guaranteed.is_empty() || !q.max.is_empty())
+        .filter_map(|q| {
+            Some(v1::quota::QuotaConfig {
+                role: super::units::queue_role(&q.path)?,
+                guarantees: scalars(&q.guaranteed),
+                limits: scalars(&q.max),
+            })
+        })
+        .collect();
+    configs.sort_by(|a, b| a.role.cmp(&b.role));
+    v1::quota::QuotaStatus {
+        configs,
+        ..Default::default()
+    }
+}
 
 /// How a call of the operator API went wrong: 400, 501, with a reason.
 fn not_served(kind: CallType) -> CallError {

@@ -209,6 +209,32 @@ pub fn role_queue(role: &str) -> Result<String, String> {
     Ok(path)
 }
 
+/// The role of a queue path (the inverse of [`role_queue`]): `root.a.b` is
+/// `a/b`, `root.@default@` is `*`, escapes undone. `None` for `root` itself,
+/// a path outside it, or an escape that does not decode.
+pub fn queue_role(path: &str) -> Option<String> {
+    let rest = path.strip_prefix("root.")?;
+    if rest == STAR_QUEUE {
+        return Some("*".to_string());
+    }
+    let mut parts = Vec::new();
+    for part in rest.split('.') {
+        let mut bytes = Vec::with_capacity(part.len());
+        let mut chars = part.bytes();
+        while let Some(b) = chars.next() {
+            if b == b'#' {
+                let hex = [chars.next()?, chars.next()?];
+                let hex = std::str::from_utf8(&hex).ok()?;
+                bytes.push(u8::from_str_radix(hex, 16).ok()?);
+            } else {
+                bytes.push(b);
+            }
+        }
+        parts.push(String::from_utf8(bytes).ok()?);
+    }
+    Some(parts.join("/"))
+}
+
 /// Checks a role name as Mesos does (`*`, or `/`-separated parts that are not
 /// empty, `.`, `..` or `*`, do not start with `-`, and hold no whitespace or
 /// backspace).
@@ -305,8 +331,12 @@ mod tests {
         ];
         for (role, queue) in cases {
             assert_eq!(role_queue(role).unwrap(), queue, "{role}");
+            assert_eq!(queue_role(queue).as_deref(), Some(role), "{queue}");
         }
         assert!(role_queue(&"x".repeat(65)).is_err());
+        for not_a_role in ["root", "other.a", "root.a#4", "root.#ZZ", "root.#FF"] {
+            assert_eq!(queue_role(not_a_role), None, "{not_a_role}");
+        }
     }
 
     #[test]

@@ -102,6 +102,8 @@ def main():
     summary["version"] = operator.getVersion()["get_version"]["version_info"]["version"]
     summary["agents"] = len(operator.getAgents()["get_agents"]["agents"])
     summary["master_pid"] = operator.getMaster()["get_master"]["master_info"]["pid"]
+    quota = operator.getQuota()["get_quota"]["status"].get("configs", [])
+    summary["quota"] = {c["role"]: c.get("limits", {}) for c in quota}
 
     framework = Dict()
     framework.user = "root"
