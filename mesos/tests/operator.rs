@@ -433,5 +433,42 @@ async fn quota_is_the_queues_guarantees_and_limits() {
         assert_eq!(scalar(&configs[1].guarantees, "cpus"), Some(2.0));
         assert_eq!(scalar(&configs[1].guarantees, "mem"), Some(1024.0));
         assert_eq!(scalar(&configs[1].limits, "cpus"), Some(4.0));
+
+        // `/roles` (the v0 endpoint) shows the same quota beside a role's
+        // frameworks and resources.
+        let mut f = m.subscribe(framework("w", "eng/web"), ct).await;
+        let offered = f.offers().await;
+        assert!(!offered.is_empty());
+        for path in ["/roles", "/master/roles"] {
+            let roles: serde_json::Value = m
+                .http
+                .get(format!("{}{path}", m.url))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            let names: Vec<&str> = roles["roles"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r["name"].as_str().unwrap())
+                .collect();
+            assert_eq!(names, ["capped", "eng/web"], "{roles}");
+            let capped = &roles["roles"][0];
+            assert_eq!(capped["quota"]["limit"]["cpus"], 1.5);
+            assert_eq!(capped["quota"]["limit"]["mem"], 256.0);
+            assert_eq!(capped["frameworks"], serde_json::json!([]));
+            assert_eq!(capped["weight"], 1.0);
+            let web = &roles["roles"][1];
+            assert_eq!(web["quota"]["role"], "eng/web");
+            assert_eq!(web["quota"]["guarantee"]["cpus"], 2.0);
+            assert_eq!(web["quota"]["limit"]["cpus"], 4.0);
+            assert_eq!(web["frameworks"], serde_json::json!([f.id]));
+            assert!(web["offered"]["cpus"].as_f64().unwrap() > 0.0, "{web}");
+            assert_eq!(web["allocated"], serde_json::json!({}));
+            assert_eq!(web["resources"], web["offered"]);
+        }
     }
 }

@@ -1,8 +1,8 @@
 //! The master's HTTP edge: `POST /api/v1/scheduler` (Mesos' v1 scheduler
 //! API), `POST /api/v1` (the operator API, `super::operator`), the executor
 //! and resource provider APIs, libprocess messages (`super::libprocess`),
-//! `/state` and its views (`/frameworks`, `/slaves`, `/tasks`, `/flags`,
-//! `/version`), `/metrics/snapshot`, `/health`, `/master/redirect`.
+//! `/state` and its views (`/frameworks`, `/slaves`, `/tasks`, `/roles`,
+//! `/flags`, `/version`), `/metrics/snapshot`, `/health`, `/master/redirect`.
 //!
 //! Handlers check what needs no state (method, authentication (`--token`,
 //! or a framework's credentials, `super::auth`), content types, body,
@@ -94,6 +94,8 @@ pub fn router(
         .route("/flags", get(flags_view))
         .route("/master/flags", get(flags_view))
         .route("/version", get(version_view))
+        .route("/roles", get(roles_view))
+        .route("/master/roles", get(roles_view))
         .route("/health", get(health))
         .route("/master/health", get(health))
         .route("/master/redirect", get(redirect))
@@ -829,6 +831,17 @@ async fn tasks_view(State(edge): State<Edge>, axum::extract::Query(q): Params) -
 
 async fn flags_view(State(edge): State<Edge>) -> Response {
     state_view(&edge, super::report::views::flags).await
+}
+
+async fn roles_view(State(edge): State<Edge>) -> Response {
+    let usage = edge.master.query(super::report::Query::Roles).await;
+    let quota = edge.master.quota().await;
+    match (usage, quota) {
+        (Some(usage), Some(quota)) => {
+            axum::Json(super::report::views::roles(&usage, &quota)).into_response()
+        }
+        _ => text(StatusCode::SERVICE_UNAVAILABLE, "the master has stopped"),
+    }
 }
 
 async fn version_view(State(edge): State<Edge>) -> Response {

@@ -418,13 +418,23 @@ impl Master {
         }
     }
 
-    fn operator_roles(&self) -> response::GetRoles {
-        // Known roles: those of registered frameworks and those weighted.
-        let mut roles: BTreeMap<String, (Vec<v1::FrameworkId>, Resources)> = self
+    /// The known roles (those of registered frameworks and those
+    /// weighted), each with its weight, frameworks, and what its tasks
+    /// hold and its offers offer (allocated form).
+    pub(super) fn role_usage(&self) -> BTreeMap<String, RoleUsage> {
+        let mut roles: BTreeMap<String, RoleUsage> = self
             .settings
             .weights
-            .keys()
-            .map(|r| (r.clone(), Default::default()))
+            .iter()
+            .map(|(r, w)| {
+                (
+                    r.clone(),
+                    RoleUsage {
+                        weight: *w,
+                        ..RoleUsage::default()
+                    },
+                )
+            })
             .collect();
         let mut frameworks: Vec<&Framework> = self.frameworks.values().collect();
         frameworks.sort_by(|a, b| a.id.cmp(&b.id));
@@ -433,34 +443,79 @@ impl Master {
                 roles
                     .entry(role.clone())
                     .or_default()
-                    .0
-                    .push(v1::FrameworkId {
-                        value: f.id.clone(),
-                    });
+                    .frameworks
+                    .push(f.id.clone());
             }
         }
         for t in self.tasks.values().filter(|t| t.holds) {
-            if let Some((_, r)) = roles.get_mut(&t.role) {
-                r.add(&t.resources.allocated(&t.role));
+            if let Some(r) = roles.get_mut(&t.role) {
+                r.allocated.add(&t.resources.allocated(&t.role));
             }
         }
         for f in self.frameworks.values() {
             for (o, resources) in self.offers_out(f) {
-                if let Some((_, r)) = roles.get_mut(&*o.role) {
-                    r.add(&resources);
+                if let Some(r) = roles.get_mut(&*o.role) {
+                    r.offered.add(&resources);
                 }
             }
         }
+        for a in self.agents.values() {
+            for (role, reserved) in a.total.reservations() {
+                if let Some(r) = roles.get_mut(&role) {
+                    r.reserved.add(&reserved);
+                }
+            }
+        }
+        roles
+    }
+
+    fn operator_roles(&self) -> response::GetRoles {
         response::GetRoles {
-            roles: roles
+            roles: self
+                .role_usage()
                 .into_iter()
-                .map(|(name, (frameworks, resources))| v1::Role {
-                    weight: self.settings.weights.get(&name).copied().unwrap_or(1.0),
-                    name,
-                    frameworks,
-                    resources: resources.to_vec(),
+                .map(|(name, r)| {
+                    let mut resources = r.allocated;
+                    resources.add(&r.offered);
+                    v1::Role {
+                        name,
+                        weight: r.weight,
+                        frameworks: r
+                            .frameworks
+                            .into_iter()
+                            .map(|value| v1::FrameworkId { value })
+                            .collect(),
+                        resources: resources.to_vec(),
+                    }
                 })
                 .collect(),
+        }
+    }
+}
+
+/// A role as the master sees it (see [`Master::role_usage`]).
+#[derive(Debug, Clone)]
+pub struct RoleUsage {
+    /// Its weight (1 unless `--mesos-weights` names it).
+    pub weight: f64,
+    /// Its registered frameworks' ids.
+    pub frameworks: Vec<String>,
+    /// What its tasks hold.
+    pub allocated: Resources,
+    /// What its offers offer.
+    pub offered: Resources,
+    /// What the agents reserve for it.
+    pub reserved: Resources,
+}
+
+impl Default for RoleUsage {
+    fn default() -> Self {
+        RoleUsage {
+            weight: 1.0,
+            frameworks: Vec::new(),
+            allocated: Resources::default(),
+            offered: Resources::default(),
+            reserved: Resources::default(),
         }
     }
 }

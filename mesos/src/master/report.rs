@@ -23,6 +23,8 @@ pub enum Query {
     LiveState(oneshot::Sender<Value>),
     /// `/metrics/snapshot`.
     Metrics(oneshot::Sender<BTreeMap<String, f64>>),
+    /// The known roles (`/roles`, with the core's quota added at the edge).
+    Roles(oneshot::Sender<BTreeMap<String, super::operator::RoleUsage>>),
     /// An operator API subscriber (`super::operator::events`).
     OperatorSubscribe(super::operator::events::Sink),
     /// A call of the operator API (`super::operator`), validated.
@@ -131,6 +133,9 @@ impl Master {
                 let _ = reply.send(self.metrics());
             }
             Query::OperatorSubscribe(sink) => self.operator_subscribe(sink),
+            Query::Roles(reply) => {
+                let _ = reply.send(self.role_usage());
+            }
             Query::Operator(call, reply) => {
                 let _ = reply.send(self.operator(&call));
             }
@@ -680,6 +685,64 @@ pub mod views {
     /// `/flags`.
     pub fn flags(state: &Value) -> Value {
         json!({ "flags": state["flags"].clone() })
+    }
+
+    /// A resource quantity object as Mesos writes one (`{"cpus": 1.5,
+    /// "mem": 64}`): the scalars present, by name.
+    fn quantities(r: &crate::resources::Resources) -> Value {
+        let all = super::resources_json(r);
+        let kept: serde_json::Map<String, Value> = all
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(_, v)| v.as_f64().is_some_and(|x| x != 0.0))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        Value::Object(kept)
+    }
+
+    /// `/roles`: every role with frameworks, a weight or a quota, with its
+    /// weight, quota (guarantee, limit, and what it consumes: its tasks'),
+    /// resources (allocated and offered), allocated, offered, reserved and
+    /// frameworks, as Mesos writes them.
+    pub fn roles(
+        usage: &std::collections::BTreeMap<String, super::super::operator::RoleUsage>,
+        quota: &crate::v1::quota::QuotaStatus,
+    ) -> Value {
+        let scalars = |m: &std::collections::HashMap<String, crate::v1::value::Scalar>| {
+            let sorted: std::collections::BTreeMap<&String, f64> =
+                m.iter().map(|(k, v)| (k, v.value)).collect();
+            json!(sorted)
+        };
+        let mut names: std::collections::BTreeSet<&str> =
+            usage.keys().map(String::as_str).collect();
+        names.extend(quota.configs.iter().map(|c| c.role.as_str()));
+        let fallback = super::super::operator::RoleUsage::default();
+        let roles: Vec<Value> = names
+            .into_iter()
+            .map(|name| {
+                let u = usage.get(name).unwrap_or(&fallback);
+                let q = quota.configs.iter().find(|c| c.role == name);
+                let mut both = u.allocated.clone();
+                both.add(&u.offered);
+                json!({
+                    "name": name,
+                    "weight": u.weight,
+                    "quota": {
+                        "role": name,
+                        "guarantee": q.map(|q| scalars(&q.guarantees)).unwrap_or_else(|| json!({})),
+                        "limit": q.map(|q| scalars(&q.limits)).unwrap_or_else(|| json!({})),
+                        "consumed": quantities(&u.allocated),
+                    },
+                    "resources": quantities(&both),
+                    "allocated": quantities(&u.allocated),
+                    "offered": quantities(&u.offered),
+                    "reserved": quantities(&u.reserved),
+                    "frameworks": u.frameworks,
+                })
+            })
+            .collect();
+        json!({ "roles": roles })
     }
 
     /// `/version`.
