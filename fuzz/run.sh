@@ -20,7 +20,7 @@ secs=${1:-30}
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(config_parse si_requests rest_bodies mesos_scheduler_calls mesos_provider_calls mesos_recordio mesos_resources)
+  targets=(config_parse si_requests rest_bodies mesos_scheduler_calls mesos_operator_calls mesos_provider_calls mesos_recordio mesos_resources)
 fi
 
 # An explicit --target keeps RUSTFLAGS off build scripts and proc macros,
