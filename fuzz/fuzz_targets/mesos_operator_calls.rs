@@ -123,12 +123,14 @@ fn run(t: &mut Target, data: &[u8]) {
         kind => {
             let answer = live
                 .runtime
-                .block_on(live.master.query(|reply| Query::Operator(Box::new(call), reply)))
+                .block_on(
+                    live.master
+                        .query(|reply| Query::Operator(Box::new(call), reply)),
+                )
                 .expect("the master answers");
             match answer {
                 Ok(r) => assert!(
-                    kind == call::Type::Teardown
-                        || r.r#type().as_str_name() == kind.as_str_name(),
+                    kind == call::Type::Teardown || r.r#type().as_str_name() == kind.as_str_name(),
                     "{kind:?} answered with {:?}",
                     r.r#type()
                 ),
