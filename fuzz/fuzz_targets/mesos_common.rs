@@ -178,3 +178,48 @@ where
         "JSON changes on a second round trip"
     );
 }
+
+/// A fuzz target's state on a live world, kept across inputs (see
+/// [`fuzz_one`]).
+pub trait OnLive {
+    /// A new one on a fresh world.
+    fn start() -> Self;
+    /// Its world.
+    fn live(&mut self) -> &mut Live;
+    /// Reads what its own subscriber got since the last read.
+    fn read(&mut self);
+    /// Applies one input (its flags byte and body) as the route would; the
+    /// seconds the clock then moves, or `None` when the input went no
+    /// further (it did not decode, or the route refuses it before the
+    /// master).
+    fn apply(&mut self, flags: u8, body: &[u8]) -> Option<u64>;
+}
+
+/// Runs one input on the thread's target (made anew every
+/// [`RESTART_EVERY`] inputs): the input, then rest; the clock moves as the
+/// input says, with rest after each second; then `/state` must answer.
+pub fn fuzz_one<T: OnLive>(slot: &std::cell::RefCell<Option<T>>, data: &[u8]) {
+    let Some((&flags, body)) = data.split_first() else {
+        return;
+    };
+    let mut slot = slot.borrow_mut();
+    if slot
+        .as_mut()
+        .is_none_or(|t| t.live().inputs >= RESTART_EVERY)
+    {
+        *slot = None;
+        *slot = Some(T::start());
+    }
+    let t = slot.as_mut().expect("started");
+    t.live().inputs += 1;
+    let Some(secs) = t.apply(flags, body) else {
+        return;
+    };
+    t.live().quiesce();
+    t.read();
+    if secs > 0 {
+        t.live().advance(secs);
+        t.read();
+    }
+    t.live().check_state();
+}

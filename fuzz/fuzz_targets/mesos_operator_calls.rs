@@ -22,7 +22,7 @@ mod mesos_common;
 use std::cell::RefCell;
 
 use libfuzzer_sys::fuzz_target;
-use mesos_common::{Live, RESTART_EVERY, content_type, round_trips};
+use mesos_common::{Live, OnLive, content_type, fuzz_one, round_trips};
 use tokio::sync::mpsc;
 use unisched_mesos::master::EventReceiver;
 use unisched_mesos::master::operator::validate;
@@ -89,11 +89,10 @@ impl Target {
     }
 }
 
-fn run(t: &mut Target, data: &[u8]) {
-    let (flags, body) = (data[0], &data[1..]);
+fn apply(t: &mut Target, flags: u8, body: &[u8]) -> Option<u64> {
     let ct = content_type(flags);
     let Ok(mut call) = unisched_mesos::codec::decode::<Call>(body, ct) else {
-        return;
+        return None;
     };
     round_trips(&call);
     t.ensure_ours();
@@ -103,7 +102,7 @@ fn run(t: &mut Target, data: &[u8]) {
         teardown.framework_id.value = id.clone();
     }
     if validate(&call).is_err() {
-        return;
+        return None;
     }
     let live = &t.live;
     match call.r#type() {
@@ -143,31 +142,28 @@ fn run(t: &mut Target, data: &[u8]) {
             }
         }
     }
-    live.quiesce();
-    t.read();
-    let secs = u64::from(flags >> 4);
-    if secs > 0 {
-        t.live.advance(secs);
-        t.read();
-    }
-    t.live.check_state();
+    Some(u64::from(flags >> 4))
 }
 
-fuzz_target!(|data: &[u8]| {
-    if data.is_empty() {
-        return;
-    }
-    TARGET.with(|cell| {
-        let mut slot = cell.borrow_mut();
-        if slot.as_ref().is_none_or(|t| t.live.inputs >= RESTART_EVERY) {
-            *slot = None;
-            *slot = Some(Target {
-                live: Live::start(),
-                ours: None,
-            });
+impl OnLive for Target {
+    fn start() -> Self {
+        Target {
+            live: Live::start(),
+            ours: None,
         }
-        let t = slot.as_mut().expect("started");
-        t.live.inputs += 1;
-        run(t, data);
-    });
-});
+    }
+
+    fn live(&mut self) -> &mut Live {
+        &mut self.live
+    }
+
+    fn read(&mut self) {
+        Target::read(self);
+    }
+
+    fn apply(&mut self, flags: u8, body: &[u8]) -> Option<u64> {
+        apply(self, flags, body)
+    }
+}
+
+fuzz_target!(|data: &[u8]| TARGET.with(|slot| fuzz_one(slot, data)));

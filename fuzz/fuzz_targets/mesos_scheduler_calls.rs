@@ -26,7 +26,7 @@ mod mesos_common;
 use std::cell::RefCell;
 
 use libfuzzer_sys::fuzz_target;
-use mesos_common::{Live, RESTART_EVERY, content_type, round_trips};
+use mesos_common::{Live, OnLive, content_type, fuzz_one, round_trips};
 use unisched_mesos::master::EventReceiver;
 use unisched_mesos::master::http::validate_call;
 use unisched_mesos::v1;
@@ -153,11 +153,10 @@ fn aim(call: &mut Call, flags: u8, ours: &Ours) {
     }
 }
 
-fn run(t: &mut Target, data: &[u8]) {
-    let (flags, body) = (data[0], &data[1..]);
+fn apply(t: &mut Target, flags: u8, body: &[u8]) -> Option<u64> {
     let ct = content_type(flags);
     let Ok(mut call) = unisched_mesos::codec::decode::<Call>(body, ct) else {
-        return;
+        return None;
     };
     round_trips(&call);
     t.ensure_ours();
@@ -165,7 +164,7 @@ fn run(t: &mut Target, data: &[u8]) {
     aim(&mut call, flags, ours);
     let stream = (flags & 4 != 0).then(|| ours.stream.clone());
     if validate_call(&call).is_err() {
-        return;
+        return None;
     }
     if call.r#type() == call::Type::Subscribe {
         let ours_again = call.framework_id.as_ref().map(|f| f.value.as_str())
@@ -191,30 +190,32 @@ fn run(t: &mut Target, data: &[u8]) {
             );
         }
     }
-    t.live.quiesce();
-    t.read();
-    if flags & 16 != 0 {
-        t.live.advance(u64::from(flags >> 4));
-        t.read();
-    }
-    t.live.check_state();
+    Some(if flags & 16 != 0 {
+        u64::from(flags >> 4)
+    } else {
+        0
+    })
 }
 
-fuzz_target!(|data: &[u8]| {
-    if data.is_empty() {
-        return;
-    }
-    TARGET.with(|cell| {
-        let mut slot = cell.borrow_mut();
-        if slot.as_ref().is_none_or(|t| t.live.inputs >= RESTART_EVERY) {
-            *slot = None;
-            *slot = Some(Target {
-                live: Live::start(),
-                ours: None,
-            });
+impl OnLive for Target {
+    fn start() -> Self {
+        Target {
+            live: Live::start(),
+            ours: None,
         }
-        let t = slot.as_mut().expect("started");
-        t.live.inputs += 1;
-        run(t, data);
-    });
-});
+    }
+
+    fn live(&mut self) -> &mut Live {
+        &mut self.live
+    }
+
+    fn read(&mut self) {
+        Target::read(self);
+    }
+
+    fn apply(&mut self, flags: u8, body: &[u8]) -> Option<u64> {
+        apply(self, flags, body)
+    }
+}
+
+fuzz_target!(|data: &[u8]| TARGET.with(|slot| fuzz_one(slot, data)));
