@@ -223,3 +223,43 @@ pub fn fuzz_one<T: OnLive>(slot: &std::cell::RefCell<Option<T>>, data: &[u8]) {
     }
     t.live().check_state();
 }
+
+/// What a target on a live world needs beyond its own code, for a target
+/// whose state is `struct Target { live: Live, ours: Option<_> }` with a
+/// method `read` and a function `apply(&mut Target, u8, &[u8]) ->
+/// Option<u64>` (as [`OnLive`] describes them): its [`OnLive`] impl, its
+/// thread's state and its `fuzz_target!`, which runs [`fuzz_one`].
+#[allow(unused_macros)] // Targets without a live world include this file too.
+macro_rules! live_target {
+    () => {
+        impl mesos_common::OnLive for Target {
+            fn start() -> Self {
+                Target {
+                    live: mesos_common::Live::start(),
+                    ours: None,
+                }
+            }
+
+            fn live(&mut self) -> &mut mesos_common::Live {
+                &mut self.live
+            }
+
+            fn read(&mut self) {
+                Target::read(self);
+            }
+
+            fn apply(&mut self, flags: u8, body: &[u8]) -> Option<u64> {
+                apply(self, flags, body)
+            }
+        }
+
+        thread_local! {
+            static TARGET: std::cell::RefCell<Option<Target>> =
+                const { std::cell::RefCell::new(None) };
+        }
+
+        libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+            TARGET.with(|slot| mesos_common::fuzz_one(slot, data))
+        });
+    };
+}

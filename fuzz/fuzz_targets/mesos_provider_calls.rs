@@ -22,12 +22,10 @@
 
 #![no_main]
 
+#[macro_use]
 mod mesos_common;
 
-use std::cell::RefCell;
-
-use libfuzzer_sys::fuzz_target;
-use mesos_common::{Live, OnLive, content_type, fuzz_one, round_trips};
+use mesos_common::{Live, content_type, round_trips};
 use tokio::sync::mpsc;
 use unisched_mesos::master::validate_provider_call;
 use unisched_mesos::v1;
@@ -46,10 +44,6 @@ struct Ours {
 struct Target {
     live: Live,
     ours: Option<Ours>,
-}
-
-thread_local! {
-    static TARGET: RefCell<Option<Target>> = const { RefCell::new(None) };
 }
 
 impl Target {
@@ -154,25 +148,4 @@ fn apply(t: &mut Target, flags: u8, body: &[u8]) -> Option<u64> {
     Some(u64::from(flags >> 4))
 }
 
-impl OnLive for Target {
-    fn start() -> Self {
-        Target {
-            live: Live::start(),
-            ours: None,
-        }
-    }
-
-    fn live(&mut self) -> &mut Live {
-        &mut self.live
-    }
-
-    fn read(&mut self) {
-        Target::read(self);
-    }
-
-    fn apply(&mut self, flags: u8, body: &[u8]) -> Option<u64> {
-        apply(self, flags, body)
-    }
-}
-
-fuzz_target!(|data: &[u8]| TARGET.with(|slot| fuzz_one(slot, data)));
+live_target!();
