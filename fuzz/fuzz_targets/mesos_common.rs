@@ -263,3 +263,39 @@ macro_rules! live_target {
         });
     };
 }
+
+/// The framework the targets keep subscribed (MULTI_ROLE, role `fuzz`, a
+/// failover timeout of 30 s).
+pub fn fuzz_framework() -> unisched_mesos::v1::FrameworkInfo {
+    use unisched_mesos::v1;
+    v1::FrameworkInfo {
+        user: "fuzz".to_string(),
+        name: "fuzz".to_string(),
+        roles: vec!["fuzz".to_string()],
+        capabilities: vec![v1::framework_info::Capability {
+            r#type: Some(v1::framework_info::capability::Type::MultiRole as i32),
+        }],
+        failover_timeout: Some(30.0),
+        ..Default::default()
+    }
+}
+
+/// Subscribes [`fuzz_framework`] and brings the world to rest: its id, its
+/// stream id and its events (SUBSCRIBED taken).
+pub fn subscribe_framework(live: &Live) -> (String, String, unisched_mesos::master::EventReceiver) {
+    let (stream, mut events) = live.master.subscribe(
+        unisched_mesos::v1::scheduler::call::Subscribe {
+            framework_info: fuzz_framework(),
+            ..Default::default()
+        },
+        1024,
+    );
+    live.quiesce();
+    let first = events.try_recv().expect("SUBSCRIBED for a valid SUBSCRIBE");
+    let id = first
+        .subscribed
+        .as_ref()
+        .map(|s| s.framework_id.value.clone())
+        .expect("the first event is SUBSCRIBED");
+    (id, stream, events)
+}

@@ -20,12 +20,11 @@
 #[macro_use]
 mod mesos_common;
 
-use mesos_common::{Live, content_type, round_trips};
+use mesos_common::{Live, content_type, round_trips, subscribe_framework};
 use tokio::sync::mpsc;
 use unisched_mesos::master::EventReceiver;
 use unisched_mesos::master::operator::validate;
 use unisched_mesos::master::report::Query;
-use unisched_mesos::v1;
 use unisched_mesos::v1::master::{Call, call, event};
 
 struct Target {
@@ -39,29 +38,7 @@ impl Target {
         if self.ours.is_some() {
             return;
         }
-        let info = v1::FrameworkInfo {
-            user: "fuzz".to_string(),
-            name: "fuzz".to_string(),
-            roles: vec!["fuzz".to_string()],
-            capabilities: vec![v1::framework_info::Capability {
-                r#type: Some(v1::framework_info::capability::Type::MultiRole as i32),
-            }],
-            ..Default::default()
-        };
-        let (_, mut events) = self.live.master.subscribe(
-            v1::scheduler::call::Subscribe {
-                framework_info: info,
-                ..Default::default()
-            },
-            1024,
-        );
-        self.live.quiesce();
-        let first = events.try_recv().expect("SUBSCRIBED for a valid SUBSCRIBE");
-        let id = first
-            .subscribed
-            .as_ref()
-            .map(|s| s.framework_id.value.clone())
-            .expect("the first event is SUBSCRIBED");
+        let (id, _, events) = subscribe_framework(&self.live);
         self.ours = Some((id, events));
     }
 

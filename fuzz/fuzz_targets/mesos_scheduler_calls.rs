@@ -24,7 +24,7 @@
 #[macro_use]
 mod mesos_common;
 
-use mesos_common::{Live, content_type, round_trips};
+use mesos_common::{Live, content_type, round_trips, subscribe_framework};
 use unisched_mesos::master::EventReceiver;
 use unisched_mesos::master::http::validate_call;
 use unisched_mesos::v1;
@@ -43,42 +43,13 @@ struct Target {
     ours: Option<Ours>,
 }
 
-fn framework_info(id: Option<&str>) -> v1::FrameworkInfo {
-    v1::FrameworkInfo {
-        user: "fuzz".to_string(),
-        name: "fuzz".to_string(),
-        id: id.map(|value| v1::FrameworkId {
-            value: value.to_string(),
-        }),
-        roles: vec!["fuzz".to_string()],
-        capabilities: vec![v1::framework_info::Capability {
-            r#type: Some(v1::framework_info::capability::Type::MultiRole as i32),
-        }],
-        failover_timeout: Some(30.0),
-        ..Default::default()
-    }
-}
-
 impl Target {
     /// Subscribes our framework when it is gone.
     fn ensure_ours(&mut self) {
         if self.ours.is_some() {
             return;
         }
-        let (stream, mut events) = self.live.master.subscribe(
-            call::Subscribe {
-                framework_info: framework_info(None),
-                ..Default::default()
-            },
-            1024,
-        );
-        self.live.quiesce();
-        let first = events.try_recv().expect("SUBSCRIBED for a valid SUBSCRIBE");
-        let id = first
-            .subscribed
-            .as_ref()
-            .map(|s| s.framework_id.value.clone())
-            .expect("the first event is SUBSCRIBED");
+        let (id, stream, events) = subscribe_framework(&self.live);
         let mut ours = Ours {
             id,
             stream,
