@@ -433,31 +433,27 @@ async fn operator_api(
     if call.r#type() == crate::v1::master::call::Type::Subscribe {
         return operator_events(&edge, accept);
     }
-    if call.r#type() == crate::v1::master::call::Type::GetQuota {
-        let Some(status) = edge.master.quota().await else {
-            return text(StatusCode::SERVICE_UNAVAILABLE, "the core has stopped");
-        };
-        let response = crate::v1::master::Response {
-            r#type: Some(crate::v1::master::response::Type::GetQuota as i32),
-            get_quota: Some(crate::v1::master::response::GetQuota { status }),
-            ..Default::default()
-        };
-        return (
-            StatusCode::OK,
-            [(header::CONTENT_TYPE, accept.mime())],
-            crate::codec::encode(&response, accept),
-        )
-            .into_response();
-    }
-    let teardown = call.r#type() == crate::v1::master::call::Type::Teardown;
-    let answer = edge
-        .master
-        .query(|reply| super::report::Query::Operator(Box::new(call), reply))
-        .await;
+    let kind = call.r#type();
+    let answer = if kind == crate::v1::master::call::Type::GetQuota {
+        // Only the core knows its queues' limits.
+        edge.master.quota().await.map(|status| {
+            Ok(crate::v1::master::Response {
+                r#type: Some(crate::v1::master::response::Type::GetQuota as i32),
+                get_quota: Some(crate::v1::master::response::GetQuota { status }),
+                ..Default::default()
+            })
+        })
+    } else {
+        edge.master
+            .query(|reply| super::report::Query::Operator(Box::new(call), reply))
+            .await
+    };
     match answer {
         None => text(StatusCode::SERVICE_UNAVAILABLE, "the master has stopped"),
         Some(Err(e)) => call_error(e),
-        Some(Ok(_)) if teardown => StatusCode::OK.into_response(),
+        Some(Ok(_)) if kind == crate::v1::master::call::Type::Teardown => {
+            StatusCode::OK.into_response()
+        }
         Some(Ok(response)) => (
             StatusCode::OK,
             [(header::CONTENT_TYPE, accept.mime())],
