@@ -28,8 +28,6 @@ pub struct OperatorView {
     agents: BTreeSet<String>,
     /// (framework id, task id) → latest state.
     tasks: BTreeMap<(String, String), TaskState>,
-    /// Events read in all.
-    pub seen: u64,
 }
 
 impl OperatorView {
@@ -45,7 +43,6 @@ impl OperatorView {
             frameworks: BTreeSet::new(),
             agents: BTreeSet::new(),
             tasks: BTreeMap::new(),
-            seen: 0,
         }
     }
 
@@ -83,7 +80,6 @@ impl OperatorView {
                     return;
                 }
             };
-            self.seen += 1;
             match e.r#type() {
                 Type::Subscribed => {
                     if self.subscribed {
