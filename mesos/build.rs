@@ -44,6 +44,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     std::fs::write(out.join("mesos_reflect.rs"), reflect_impls(&fds)?)?;
 
     let mut config = prost_build::Config::new();
+    // Maps in key order: a message encodes (and so writes its JSON) the same
+    // way every time, as a HashMap's random order would not.
+    config.btree_map(["."]);
     for field in fields_to_box(&fds) {
         config.boxed(field);
     }

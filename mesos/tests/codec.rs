@@ -591,3 +591,30 @@ fn large_and_decimal_doubles_read_exactly() {
         assert_eq!(json_round::<Call>(&once), once, "{text}");
     }
 }
+
+/// Maps are written in key order, and a value equal to its type's default
+/// (which prost leaves out of the entry) keeps its required fields: a
+/// quota of 0 cpus is `{"value":0.0}` and reads back the same.
+#[test]
+fn maps_are_ordered_and_default_values_keep_required_fields() {
+    use unisched_mesos::v1::quota::QuotaConfig;
+    use unisched_mesos::v1::value::Scalar;
+    let config = QuotaConfig {
+        role: "r".to_string(),
+        guarantees: [
+            ("mem".to_string(), Scalar { value: 64.0 }),
+            ("cpus".to_string(), Scalar { value: 0.0 }),
+        ]
+        .into_iter()
+        .collect(),
+        limits: Default::default(),
+    };
+    let text = json(&config);
+    assert_eq!(
+        text,
+        r#"{"role":"r","guarantees":{"cpus":{"value":0.0},"mem":{"value":64.0}}}"#
+    );
+    let back: QuotaConfig = codec::decode(text.as_bytes(), ContentType::Json).unwrap();
+    assert_eq!(back, config);
+    assert_eq!(json_round::<QuotaConfig>(&text), text);
+}

@@ -424,7 +424,7 @@ async fn quota_is_the_queues_guarantees_and_limits() {
         let configs = r.get_quota.unwrap().status.configs;
         let roles: Vec<&str> = configs.iter().map(|c| c.role.as_str()).collect();
         assert_eq!(roles, ["capped", "eng/web"]);
-        let scalar = |m: &std::collections::HashMap<String, v1::value::Scalar>, k: &str| {
+        let scalar = |m: &std::collections::BTreeMap<String, v1::value::Scalar>, k: &str| {
             m.get(k).map(|s| s.value)
         };
         assert_eq!(scalar(&configs[0].limits, "cpus"), Some(1.5));

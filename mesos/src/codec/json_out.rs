@@ -8,7 +8,9 @@
 //! event path at one encode and one pass.
 
 use super::plan::{FieldKind, FieldPlan, MessagePlan, Plans, Scalar};
-use super::wire::{Reader, WireValue, fits, packable, packed_element};
+use super::wire::{
+    Reader, WireValue, fits, packable, packed_element, put_len, put_tag, put_varint,
+};
 
 /// One field occurrence of the message being written.
 #[derive(Debug, Clone, Copy)]
@@ -301,10 +303,18 @@ impl<'p> JsonWriter<'p> {
         out.push(b'}');
     }
 
-    /// The value of an unset map value: the type's default.
+    /// The value of an unset map value: the type's default. prost leaves a
+    /// map entry's value out when it equals its type's default, and a
+    /// message's default holds its required fields (at zero), so they are
+    /// written: `{"cpus": {"value": 0.0}}`, not `{"cpus": {}}`, which would
+    /// not decode.
     fn zero(&mut self, kind: FieldKind, out: &mut Vec<u8>) {
         match kind {
-            FieldKind::Message(sub) => self.message(sub, &[], out),
+            FieldKind::Message(sub) => {
+                let mut wire = Vec::new();
+                required_zeros(self.plans, sub, &mut wire, 0);
+                self.message(sub, &wire, out);
+            }
             FieldKind::Enum(e) => {
                 let plans = self.plans;
                 let first = plans.enums[e].first;
@@ -317,6 +327,44 @@ impl<'p> JsonWriter<'p> {
             FieldKind::Scalar(Scalar::Bool) => out.extend_from_slice(b"false"),
             FieldKind::Scalar(Scalar::Double | Scalar::Float) => out.extend_from_slice(b"0.0"),
             FieldKind::Scalar(_) => out.extend_from_slice(b"0"),
+        }
+    }
+}
+
+/// The wire form of a message's required fields at their zero values (a
+/// required message field holding its own), as prost encodes a default
+/// message. `depth` bounds a (never declared) cycle of required messages.
+fn required_zeros(plans: &Plans, message: usize, out: &mut Vec<u8>, depth: usize) {
+    if depth > 32 {
+        return;
+    }
+    let plan = &plans.messages[message];
+    for &i in &plan.required {
+        let field = &plan.fields[i];
+        let n = field.number;
+        match field.kind {
+            FieldKind::Scalar(Scalar::Double | Scalar::Fixed64 | Scalar::Sfixed64) => {
+                put_tag(out, n, 1);
+                out.extend_from_slice(&[0; 8]);
+            }
+            FieldKind::Scalar(Scalar::Float | Scalar::Fixed32 | Scalar::Sfixed32) => {
+                put_tag(out, n, 5);
+                out.extend_from_slice(&[0; 4]);
+            }
+            FieldKind::Scalar(Scalar::String | Scalar::Bytes) => put_len(out, n, &[]),
+            FieldKind::Scalar(_) => {
+                put_tag(out, n, 0);
+                put_varint(out, 0);
+            }
+            FieldKind::Enum(e) => {
+                put_tag(out, n, 0);
+                put_varint(out, plans.enums[e].first as i64 as u64);
+            }
+            FieldKind::Message(sub) => {
+                let mut inner = Vec::new();
+                required_zeros(plans, sub, &mut inner, depth + 1);
+                put_len(out, n, &inner);
+            }
         }
     }
 }

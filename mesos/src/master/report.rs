@@ -709,7 +709,7 @@ pub mod views {
         usage: &std::collections::BTreeMap<String, super::super::operator::RoleUsage>,
         quota: &crate::v1::quota::QuotaStatus,
     ) -> Value {
-        let scalars = |m: &std::collections::HashMap<String, crate::v1::value::Scalar>| {
+        let scalars = |m: &std::collections::BTreeMap<String, crate::v1::value::Scalar>| {
             let sorted: std::collections::BTreeMap<&String, f64> =
                 m.iter().map(|(k, v)| (k, v.value)).collect();
             json!(sorted)
