@@ -667,6 +667,26 @@ async fn pymesos_operator_driver_watches_the_master() {
         "{summary}"
     );
     assert_eq!(
+        summary["weights"],
+        serde_json::json!({"ops": 2.0}),
+        "{summary}"
+    );
+    assert_eq!(
+        summary["quota_set"],
+        serde_json::json!(["batch", "ops"]),
+        "{summary}"
+    );
+    let refused = summary["refused"].as_str().unwrap_or_default();
+    assert!(
+        refused.contains("code=400") && refused.contains("which already has quota"),
+        "{summary}"
+    );
+    assert_eq!(
+        summary["quota_removed"],
+        serde_json::json!(["ops"]),
+        "{summary}"
+    );
+    assert_eq!(
         summary["completed_tasks"],
         serde_json::json!(["TASK_FINISHED"]),
         "{summary}"

@@ -472,3 +472,408 @@ async fn quota_is_the_queues_guarantees_and_limits() {
         }
     }
 }
+
+/// A call that changes something: 200 with no body expected.
+async fn change(m: &Master, c: Call, ct: ContentType) {
+    let (status, body) = post(m, "/api/v1", &c, ct).await;
+    assert_eq!(
+        (status, String::from_utf8_lossy(&body).as_ref()),
+        (200, ""),
+        "{:?}",
+        c.r#type()
+    );
+}
+
+/// A call refused with 400; its message.
+async fn refused(m: &Master, c: Call, ct: ContentType) -> String {
+    let (status, body) = post(m, "/api/v1", &c, ct).await;
+    let text = String::from_utf8_lossy(&body).into_owned();
+    assert_eq!(status, 400, "{:?}: {text}", c.r#type());
+    text
+}
+
+fn weights_call(pairs: &[(&str, f64)]) -> Call {
+    Call {
+        update_weights: Some(call::UpdateWeights {
+            weight_infos: pairs
+                .iter()
+                .map(|(role, weight)| v1::WeightInfo {
+                    weight: *weight,
+                    role: Some(role.to_string()),
+                })
+                .collect(),
+        }),
+        ..op(call::Type::UpdateWeights)
+    }
+}
+
+fn quota_config(
+    role: &str,
+    guarantees: &[(&str, f64)],
+    limits: &[(&str, f64)],
+) -> v1::quota::QuotaConfig {
+    let map = |pairs: &[(&str, f64)]| {
+        pairs
+            .iter()
+            .map(|(n, v)| (n.to_string(), v1::value::Scalar { value: *v }))
+            .collect()
+    };
+    v1::quota::QuotaConfig {
+        role: role.to_string(),
+        guarantees: map(guarantees),
+        limits: map(limits),
+    }
+}
+
+fn quota_call(force: bool, configs: Vec<v1::quota::QuotaConfig>) -> Call {
+    Call {
+        update_quota: Some(call::UpdateQuota {
+            force: Some(force),
+            quota_configs: configs,
+        }),
+        ..op(call::Type::UpdateQuota)
+    }
+}
+
+/// GET_QUOTA's configs by role: (guarantees, limits) as `name:value` lists.
+async fn quotas(
+    m: &Master,
+    ct: ContentType,
+) -> std::collections::BTreeMap<String, (Vec<String>, Vec<String>)> {
+    let r = ask(m, op(call::Type::GetQuota), ct).await;
+    let list = |map: &std::collections::BTreeMap<String, v1::value::Scalar>| {
+        let mut v: Vec<String> = map
+            .iter()
+            .map(|(n, s)| format!("{n}:{}", s.value))
+            .collect();
+        v.sort();
+        v
+    };
+    r.get_quota
+        .unwrap()
+        .status
+        .configs
+        .iter()
+        .map(|c| (c.role.clone(), (list(&c.guarantees), list(&c.limits))))
+        .collect()
+}
+
+/// UPDATE_WEIGHTS and UPDATE_QUOTA (and the older SET_QUOTA and
+/// REMOVE_QUOTA) change the core's queues at run time, with Mesos' checks
+/// and messages: the framework's offers are rescinded and come again under
+/// the new limit, the consumption and capacity checks give way to `force`,
+/// and a hot reload of the file keeps what the operator set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(deprecated)] // SET_QUOTA and REMOVE_QUOTA, Mesos' older calls.
+async fn weights_and_quota_change_at_run_time() {
+    let config = "partitions:
+  - name: mesos
+    queues:
+      - name: root
+        submitacl: '*'
+        queues:
+          - name: capped
+            resources:
+              max: {vcore: 1500m}
+";
+    for ct in ENCODINGS {
+        let m = Master::start(Setup {
+            config: Some(config.to_string()),
+            ..Setup::default()
+        })
+        .await;
+        let mut f = m.subscribe(framework("f", "web"), ct).await;
+        assert_eq!(scalar(&f.offers().await[0], "cpus"), 2.0);
+
+        // Weights: the offer goes back, the weight shows.
+        change(&m, weights_call(&[("web", 2.5), (" eng/batch ", 0.5)]), ct).await;
+        f.next_of(unisched_mesos::v1::scheduler::event::Type::Rescind)
+            .await;
+        let r = ask(&m, op(call::Type::GetWeights), ct).await;
+        let weights: Vec<(String, f64)> = r
+            .get_weights
+            .unwrap()
+            .weight_infos
+            .into_iter()
+            .map(|w| (w.role.unwrap(), w.weight))
+            .collect();
+        assert_eq!(
+            weights,
+            [("eng/batch".to_string(), 0.5), ("web".to_string(), 2.5)]
+        );
+        let roles = ask(&m, op(call::Type::GetRoles), ct)
+            .await
+            .get_roles
+            .unwrap();
+        let web = roles.roles.iter().find(|r| r.name == "web").unwrap();
+        assert_eq!(web.weight, 2.5);
+        let e = refused(&m, weights_call(&[("web", 0.0)]), ct).await;
+        assert_eq!(
+            e,
+            "Failed to validate update weights request JSON for role 'web': \
+             Invalid weight '0': Weights must be positive"
+        );
+        let e = refused(&m, weights_call(&[("a//b", 1.0)]), ct).await;
+        assert!(
+            e.starts_with("Failed to validate update weights request JSON: Invalid role 'a//b': "),
+            "{e}"
+        );
+
+        // Quota: the core holds the role to its new limit.
+        m.allocate().await;
+        f.offers().await;
+        change(
+            &m,
+            quota_call(
+                false,
+                vec![quota_config("web", &[("cpus", 1.0)], &[("cpus", 1.0)])],
+            ),
+            ct,
+        )
+        .await;
+        f.next_of(unisched_mesos::v1::scheduler::event::Type::Rescind)
+            .await;
+        m.allocate().await;
+        let offer = f.offers().await.remove(0);
+        assert_eq!(scalar(&offer, "cpus"), 1.0, "{offer:?}");
+        let q = quotas(&m, ct).await;
+        assert_eq!(
+            q["web"],
+            (vec!["cpus:1".to_string()], vec!["cpus:1".to_string()])
+        );
+        assert_eq!(q["capped"], (vec![], vec!["cpus:1.5".to_string()]));
+
+        // A task holds 1 cpu: a lower limit needs force.
+        assert_eq!(
+            f.launch(&offer, vec![task("t1", &offer, "cpus:1;mem:64", None)])
+                .await,
+            202
+        );
+        let lower = || quota_call(false, vec![quota_config("web", &[], &[("cpus", 0.5)])]);
+        let e = refused(&m, lower(), ct).await;
+        assert_eq!(
+            e,
+            "Invalid QuotaConfig: Role 'web' is already consuming 'cpus:1; mem:64'; this is more \
+             than the requested limits 'cpus:0.5' (use 'force' flag to bypass this check)"
+        );
+        let mut forced = lower();
+        forced.update_quota.as_mut().unwrap().force = Some(true);
+        change(&m, forced, ct).await;
+        assert_eq!(
+            quotas(&m, ct).await["web"],
+            (vec![], vec!["cpus:0.5".to_string()])
+        );
+
+        // Guarantees: within the limits, and within the cluster unless forced.
+        let e = refused(
+            &m,
+            quota_call(
+                false,
+                vec![quota_config("x", &[("cpus", 2.0)], &[("cpus", 1.0)])],
+            ),
+            ct,
+        )
+        .await;
+        assert!(
+            e.starts_with(
+                "Invalid QuotaConfig: 'QuotaConfig.guarantees' {'cpus': 2} is not contained"
+            ),
+            "{e}"
+        );
+        let big = |force| quota_call(force, vec![quota_config("x", &[("cpus", 64.0)], &[])]);
+        let e = refused(&m, big(false), ct).await;
+        assert_eq!(
+            e,
+            "Invalid QuotaConfig: total quota guarantees 'cpus:64' exceed cluster capacity \
+             'cpus:2; mem:1024' (use 'force' flag to bypass this check)"
+        );
+        change(&m, big(true), ct).await;
+        assert_eq!(
+            quotas(&m, ct).await["x"],
+            (vec!["cpus:64".to_string()], vec![])
+        );
+        let e = refused(
+            &m,
+            quota_call(false, vec![quota_config("x", &[("cpus", f64::NAN)], &[])]),
+            ct,
+        )
+        .await;
+        assert!(e.contains("NaN not supported"), "{e}");
+
+        // Empty configs remove quota: the operator's and the file's.
+        change(
+            &m,
+            quota_call(
+                false,
+                vec![
+                    quota_config("x", &[], &[]),
+                    quota_config("capped", &[], &[]),
+                ],
+            ),
+            ct,
+        )
+        .await;
+        let q = quotas(&m, ct).await;
+        assert_eq!(q.keys().collect::<Vec<_>>(), ["web"]);
+
+        // The older calls: the guarantee is also the limit.
+        let set = || Call {
+            set_quota: Some(call::SetQuota {
+                quota_request: v1::quota::QuotaRequest {
+                    force: None,
+                    role: Some("capped".to_string()),
+                    guarantee: resources("cpus:0.5"),
+                },
+            }),
+            ..op(call::Type::SetQuota)
+        };
+        change(&m, set(), ct).await;
+        assert_eq!(
+            quotas(&m, ct).await["capped"],
+            (vec!["cpus:0.5".to_string()], vec!["cpus:0.5".to_string()])
+        );
+        let e = refused(&m, set(), ct).await;
+        assert_eq!(
+            e,
+            "Failed to validate set quota request: Cannot set quota for role 'capped' which already has quota"
+        );
+        let remove = |role: &str| Call {
+            remove_quota: Some(call::RemoveQuota {
+                role: role.to_string(),
+            }),
+            ..op(call::Type::RemoveQuota)
+        };
+        let e = refused(&m, remove("nobody"), ct).await;
+        assert_eq!(e, "Failed to remove quota: Role 'nobody' has no quota set");
+        change(&m, remove("capped"), ct).await;
+
+        // A reload of the file keeps the operator's quota and weights: the
+        // file's quota of `capped` stays removed, `other` has the file's.
+        let reloaded = format!(
+            "{config}          - name: other\n            resources:\n              max: {{vcore: 1}}\n"
+        );
+        let handle = m.cluster.master.clone();
+        tokio::task::spawn_blocking(move || handle.apply_config(reloaded))
+            .await
+            .unwrap()
+            .unwrap();
+        let q = quotas(&m, ct).await;
+        assert_eq!(q.keys().collect::<Vec<_>>(), ["other", "web"]);
+        assert_eq!(q["web"], (vec![], vec!["cpus:0.5".to_string()]));
+        let snapshot = m.scheduler.snapshot("mesos").unwrap();
+        let web = snapshot
+            .queues
+            .iter()
+            .find(|q| q.path == "root.web")
+            .unwrap();
+        assert_eq!(web.max.get("vcore"), Some(&500), "{web:?}");
+        let r = ask(&m, op(call::Type::GetWeights), ct).await;
+        assert_eq!(r.get_weights.unwrap().weight_infos.len(), 2);
+    }
+}
+
+/// `/weights` and `/quota`, Mesos' endpoints older than the operator API:
+/// reads open, changes behind the token, and upstream's refusals.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn weights_and_quota_endpoints() {
+    let m = Master::start(Setup {
+        token: Some("s3cret".to_string()),
+        ..Setup::default()
+    })
+    .await;
+    let url = |path: &str| format!("{}{path}", m.url);
+    let send = |method: reqwest::Method, path: &str, body: &str, token: bool| {
+        let mut req = m.http.request(method, url(path)).body(body.to_string());
+        if token {
+            req = req.bearer_auth("s3cret");
+        }
+        async move {
+            let r = req.send().await.unwrap();
+            (r.status().as_u16(), r.text().await.unwrap())
+        }
+    };
+    use reqwest::Method as M;
+    assert_eq!(
+        send(M::GET, "/weights", "", false).await,
+        (200, "[]".to_string())
+    );
+    let body = r#"[{"role":"web","weight":3}]"#;
+    assert_eq!(send(M::PUT, "/weights", body, false).await.0, 401);
+    assert_eq!(
+        send(M::PUT, "/master/weights", body, true).await,
+        (200, String::new())
+    );
+    let (status, got) = send(M::GET, "/master/weights", "", false).await;
+    assert_eq!(status, 200);
+    let got: serde_json::Value = serde_json::from_str(&got).unwrap();
+    assert_eq!(got, serde_json::json!([{"weight": 3.0, "role": "web"}]));
+    let (status, e) = send(M::PUT, "/weights", "{nope", true).await;
+    assert_eq!(status, 400);
+    assert!(
+        e.starts_with("Failed to parse update weights request JSON '{nope': "),
+        "{e}"
+    );
+    let (status, e) = send(M::PUT, "/weights", r#"[{"role":"web"}]"#, true).await;
+    assert_eq!(status, 400);
+    assert!(
+        e.starts_with("Failed to convert weights JSON array to protobuf"),
+        "{e}"
+    );
+    let (status, e) = send(M::DELETE, "/weights", "", true).await;
+    assert_eq!(
+        (status, e.as_str()),
+        (
+            405,
+            "Expecting one of { 'GET', 'PUT' }, but received 'DELETE'"
+        )
+    );
+
+    let set =
+        r#"{"role":"web","guarantee":[{"name":"cpus","type":"SCALAR","scalar":{"value":1}}]}"#;
+    assert_eq!(send(M::POST, "/quota", set, false).await.0, 401);
+    assert_eq!(
+        send(M::POST, "/quota", set, true).await,
+        (200, String::new())
+    );
+    let (status, got) = send(M::GET, "/quota", "", false).await;
+    assert_eq!(status, 200);
+    let got: serde_json::Value = serde_json::from_str(&got).unwrap();
+    assert_eq!(
+        got["configs"],
+        serde_json::json!([{"role": "web", "guarantees": {"cpus": {"value": 1.0}}, "limits": {"cpus": {"value": 1.0}}}]),
+        "{got}"
+    );
+    let (status, e) = send(M::POST, "/quota", set, true).await;
+    assert_eq!(status, 400);
+    assert!(e.ends_with("which already has quota"), "{e}");
+    let (status, e) = send(M::POST, "/quota", "[]", true).await;
+    assert_eq!(status, 400);
+    assert!(
+        e.starts_with("Failed to parse set quota request JSON '[]'"),
+        "{e}"
+    );
+    assert_eq!(send(M::DELETE, "/quota/web", "", false).await.0, 401);
+    assert_eq!(
+        send(M::DELETE, "/master/quota/web", "", true).await,
+        (200, String::new())
+    );
+    let (status, e) = send(M::DELETE, "/quota/web", "", true).await;
+    assert_eq!(
+        (status, e.as_str()),
+        (400, "Failed to remove quota: Role 'web' has no quota set")
+    );
+    let (status, e) = send(M::DELETE, "/quota", "", true).await;
+    assert_eq!(status, 400, "{e}");
+    assert_eq!(send(M::PATCH, "/quota", "", true).await.0, 405);
+    // Nested roles have their path's tail as the role.
+    let nested =
+        r#"{"role":"eng/web","guarantee":[{"name":"mem","type":"SCALAR","scalar":{"value":64}}]}"#;
+    assert_eq!(send(M::POST, "/quota", nested, true).await.0, 200);
+    assert_eq!(
+        send(M::DELETE, "/quota/eng/web", "", true).await,
+        (200, String::new())
+    );
+    let (_, got) = send(M::GET, "/quota", "", false).await;
+    let got: serde_json::Value = serde_json::from_str(&got).unwrap();
+    assert_eq!(got["configs"], serde_json::Value::Null, "{got}");
+}

@@ -1,6 +1,8 @@
 //! The queue configuration of the Mesos partition: the user's YAML (its first
 //! partition), with placement that puts each (framework, role) application
-//! in its role's queue, created on demand, and role weights as queue weights.
+//! in its role's queue, created on demand, role weights as queue weights,
+//! and the quota an operator set at run time as the queues' guaranteed and
+//! maximum resources.
 
 use std::collections::BTreeMap;
 
@@ -63,6 +65,57 @@ pub fn mesos_partition(
     text: Option<&str>,
     weights: &BTreeMap<String, f64>,
 ) -> Result<String, String> {
+    mesos_partition_with(text, weights, &Quotas::new())
+}
+
+/// A role's quota in core units (see `units`): its queue's guaranteed and
+/// maximum resources. Both empty is no quota.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RoleQuota {
+    /// Guaranteed resources, core names and units.
+    pub guaranteed: BTreeMap<String, i64>,
+    /// Maximum resources, core names and units (an absent name is unlimited).
+    pub max: BTreeMap<String, i64>,
+}
+
+/// Quota set at run time (UPDATE_QUOTA and the `/quota` endpoint), by
+/// role: each replaces what the configuration file gives its role's queue.
+pub type Quotas = BTreeMap<String, RoleQuota>;
+
+/// A resource map in the configuration's text form (`vcore` in
+/// milli-cores with its `m`, every other resource a plain integer).
+fn quantities(map: &BTreeMap<String, i64>) -> Value {
+    let mut out = Mapping::new();
+    for (name, value) in map {
+        let text = if name == unisched_core::config::VCORE {
+            format!("{value}m")
+        } else {
+            value.to_string()
+        };
+        out.insert(key(name), key(&text));
+    }
+    Value::Mapping(out)
+}
+
+/// The queue of `role` in the tree under `root` (made when missing).
+fn role_mapping<'a>(root: &'a mut Mapping, role: &str) -> Result<&'a mut Mapping, String> {
+    let path = role_queue(role)?;
+    let parts: Vec<&str> = path.split('.').skip(1).collect();
+    let mut q = root;
+    for (i, part) in parts.iter().enumerate() {
+        q = child(q, part, i + 1 < parts.len())?;
+    }
+    Ok(q)
+}
+
+/// [`mesos_partition`] with the quota an operator set at run time: each
+/// role in `quotas` has its queue's `resources` guaranteed and max replaced
+/// (removed when empty).
+pub fn mesos_partition_with(
+    text: Option<&str>,
+    weights: &BTreeMap<String, f64>,
+    quotas: &Quotas,
+) -> Result<String, String> {
     let text = text.unwrap_or(DEFAULT_CONFIG);
     unisched_core::config::parse(text).map_err(|e| e.to_string())?;
     let mut doc: Value = serde_yaml::from_str(text).map_err(|e| e.to_string())?;
@@ -110,19 +163,34 @@ pub fn mesos_partition(
         r
     };
     for (role, weight) in weights {
-        let path = role_queue(role)?;
-        let parts: Vec<&str> = path.split('.').skip(1).collect();
-        let mut q = &mut root;
-        for (i, part) in parts.iter().enumerate() {
-            q = child(q, part, i + 1 < parts.len())?;
-        }
+        let q = role_mapping(&mut root, role)?;
         let props = q
             .entry(key("properties"))
             .or_insert_with(|| Value::Mapping(Mapping::new()));
         let Value::Mapping(props) = props else {
-            return Err(format!("queue {path}: properties must be a mapping"));
+            return Err(format!(
+                "role {role}: its queue's properties must be a mapping"
+            ));
         };
         props.insert(key("weight"), key(&weight.to_string()));
+    }
+    for (role, quota) in quotas {
+        let q = role_mapping(&mut root, role)?;
+        let resources = q
+            .entry(key("resources"))
+            .or_insert_with(|| Value::Mapping(Mapping::new()));
+        let Value::Mapping(resources) = resources else {
+            return Err(format!(
+                "role {role}: its queue's resources must be a mapping"
+            ));
+        };
+        for (field, map) in [("guaranteed", &quota.guaranteed), ("max", &quota.max)] {
+            if map.is_empty() {
+                resources.remove(field);
+            } else {
+                resources.insert(key(field), quantities(map));
+            }
+        }
     }
     partition.insert(key("queues"), Value::Sequence(vec![Value::Mapping(root)]));
     let mut out = Mapping::new();
@@ -251,6 +319,54 @@ partitions:
         let b = c.partitions[0].root.find("root.a.b").unwrap();
         assert_eq!(b.guaranteed.get("vcore"), Some(&2000));
         assert_eq!(b.guaranteed.get("memory"), Some(&(512 << 20)));
+    }
+
+    #[test]
+    fn operator_quota_replaces_the_files_and_makes_missing_queues() {
+        let user = "partitions:
+  - name: mesos
+    queues:
+      - name: root
+        queues:
+          - name: a
+            resources:
+              guaranteed: {vcore: 1, memory: 1Mi}
+              max: {vcore: 2, gpus: 3}
+          - name: kept
+            resources:
+              max: {vcore: 4}
+";
+        let q = |g: &[(&str, i64)], m: &[(&str, i64)]| RoleQuota {
+            guaranteed: g.iter().map(|(n, v)| (n.to_string(), *v)).collect(),
+            max: m.iter().map(|(n, v)| (n.to_string(), *v)).collect(),
+        };
+        let quotas: Quotas = [
+            ("a".to_string(), q(&[], &[("vcore", 1500)])),
+            ("eng/web".to_string(), q(&[("memory", 3 << 20)], &[])),
+        ]
+        .into_iter()
+        .collect();
+        let text = mesos_partition_with(Some(user), &BTreeMap::new(), &quotas).unwrap();
+        let c = unisched_core::config::parse(&text).unwrap();
+        let root = &c.partitions[0].root;
+        let a = root.find("root.a").unwrap();
+        assert!(a.guaranteed.is_empty(), "{text}");
+        assert_eq!(a.max, q(&[], &[("vcore", 1500)]).max);
+        let web = root.find("root.eng.web").unwrap();
+        assert_eq!(web.guaranteed.get("memory"), Some(&(3 << 20)));
+        assert!(root.find("root.eng").unwrap().parent);
+        assert_eq!(
+            root.find("root.kept").unwrap().max.get("vcore"),
+            Some(&4000)
+        );
+        // No quota: both go, the queue stays.
+        let cleared: Quotas = [("a".to_string(), RoleQuota::default())]
+            .into_iter()
+            .collect();
+        let text = mesos_partition_with(Some(user), &BTreeMap::new(), &cleared).unwrap();
+        let c = unisched_core::config::parse(&text).unwrap();
+        let a = c.partitions[0].root.find("root.a").unwrap();
+        assert!(a.guaranteed.is_empty() && a.max.is_empty(), "{text}");
     }
 
     #[test]

@@ -31,6 +31,8 @@ use crate::codec::ContentType;
 use crate::v1::scheduler::Call;
 use crate::v1::scheduler::call::Type as CallType;
 
+mod runtime;
+
 /// The stream id header.
 pub const STREAM_ID: &str = "Mesos-Stream-Id";
 
@@ -94,6 +96,12 @@ pub fn router(
         .route("/flags", get(flags_view))
         .route("/master/flags", get(flags_view))
         .route("/version", get(version_view))
+        .route("/weights", any(runtime::weights))
+        .route("/master/weights", any(runtime::weights))
+        .route("/quota", any(runtime::quota))
+        .route("/master/quota", any(runtime::quota))
+        .route("/quota/{*role}", any(runtime::quota_role))
+        .route("/master/quota/{*role}", any(runtime::quota_role))
         .route("/roles", get(roles_view))
         .route("/master/roles", get(roles_view))
         .route("/health", get(health))
@@ -451,9 +459,7 @@ async fn operator_api(
     match answer {
         None => text(StatusCode::SERVICE_UNAVAILABLE, "the master has stopped"),
         Some(Err(e)) => call_error(e),
-        Some(Ok(_)) if kind == crate::v1::master::call::Type::Teardown => {
-            StatusCode::OK.into_response()
-        }
+        Some(Ok(_)) if super::operator::answers_empty(kind) => StatusCode::OK.into_response(),
         Some(Ok(response)) => (
             StatusCode::OK,
             [(header::CONTENT_TYPE, accept.mime())],

@@ -60,6 +60,7 @@ pub mod operator;
 mod plain;
 mod pools;
 mod providers;
+pub mod quota;
 pub mod report;
 pub mod sasl;
 mod state;
@@ -484,7 +485,8 @@ impl MasterHandle {
         };
         core.offers(vec![offers::policy_change(&settings.min_allocatable)]);
         core.flush();
-        let master = state::Master::new(settings, clock, core, info.clone());
+        let mut master = state::Master::new(settings, clock, core, info.clone());
+        master.config_text = config.map(str::to_string);
         std::thread::Builder::new()
             .name("unisched-mesos-master".to_string())
             .spawn(move || {
@@ -954,12 +956,14 @@ impl state::Master {
     }
 
     fn apply_config(&mut self, text: &str) -> Result<(), String> {
-        let patched = config::mesos_partition(Some(text), &self.settings.weights)?;
+        let patched =
+            config::mesos_partition_with(Some(text), &self.settings.weights, &self.quotas)?;
         self.core
             .scheduler
             .set_config(RM_ID, &patched)
-            .map(drop)
-            .map_err(|e| e.to_string())
+            .map_err(|e| e.to_string())?;
+        self.config_text = Some(text.to_string());
+        Ok(())
     }
 
     fn on_timer(&mut self, timer: Timer) {

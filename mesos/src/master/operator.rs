@@ -5,11 +5,11 @@
 //! the master thread from its books, in `mesos.v1.master.Response`.
 //!
 //! GET_QUOTA reads the core's queues (see [`quota_status`]; the HTTP edge
-//! answers it, as only the core knows them). Calls this master does not
-//! serve (logging levels, the files API, maintenance, quota and weight
-//! changes, operations on agents' resources, agent draining) get 501 with
-//! the call's name: quota and weights come from the queue configuration and
-//! `--mesos-weights` here.
+//! answers it, as only the core knows them). UPDATE_WEIGHTS, UPDATE_QUOTA,
+//! SET_QUOTA and REMOVE_QUOTA change the queue configuration the core has
+//! (`super::quota`). Calls this master does not serve (logging levels, the
+//! files API, maintenance, operations on agents' resources, agent
+//! draining) get 501 with the call's name.
 
 use std::collections::BTreeMap;
 
@@ -64,8 +64,23 @@ fn not_served(kind: CallType) -> CallError {
     }
 }
 
+/// Whether a call's answer is 200 with no body (as upstream answers the
+/// calls that change something).
+#[allow(deprecated)] // SET_QUOTA and REMOVE_QUOTA, Mesos' older quota calls.
+pub fn answers_empty(kind: CallType) -> bool {
+    matches!(
+        kind,
+        CallType::Teardown
+            | CallType::UpdateWeights
+            | CallType::UpdateQuota
+            | CallType::SetQuota
+            | CallType::RemoveQuota
+    )
+}
+
 /// Checks a call as Mesos does before it reaches the master: its type,
 /// and the message its type needs.
+#[allow(deprecated)] // SET_QUOTA and REMOVE_QUOTA, Mesos' older quota calls.
 pub fn validate(call: &Call) -> Result<(), String> {
     let Some(kind) = call.r#type.and_then(|t| CallType::try_from(t).ok()) else {
         return Err("Expecting 'type' to be present".to_string());
@@ -78,6 +93,9 @@ pub fn validate(call: &Call) -> Result<(), String> {
         CallType::ListFiles => need(call.list_files.is_some(), "list_files"),
         CallType::ReadFile => need(call.read_file.is_some(), "read_file"),
         CallType::UpdateWeights => need(call.update_weights.is_some(), "update_weights"),
+        CallType::UpdateQuota => need(call.update_quota.is_some(), "update_quota"),
+        CallType::SetQuota => need(call.set_quota.is_some(), "set_quota"),
+        CallType::RemoveQuota => need(call.remove_quota.is_some(), "remove_quota"),
         CallType::ReserveResources => need(call.reserve_resources.is_some(), "reserve_resources"),
         CallType::UnreserveResources => {
             need(call.unreserve_resources.is_some(), "unreserve_resources")
@@ -97,6 +115,7 @@ fn time(nanos: u64) -> v1::TimeInfo {
 
 impl Master {
     /// Answers an operator call (validated).
+    #[allow(deprecated)] // SET_QUOTA and REMOVE_QUOTA, Mesos' older quota calls.
     pub(super) fn operator(&mut self, call: &Call) -> Result<Response, CallError> {
         let kind = call.r#type();
         self.count_call(kind.as_str_name());
@@ -205,6 +224,29 @@ impl Master {
                 tracing::info!(framework = id, "operator API: teardown");
                 self.remove_framework(&id);
                 // 200 with no body, as upstream.
+                return Ok(Response::default());
+            }
+            CallType::UpdateWeights => {
+                let infos = call.update_weights.as_ref().map(|u| &u.weight_infos[..]);
+                self.update_weights(infos.unwrap_or_default())?;
+                return Ok(Response::default());
+            }
+            CallType::UpdateQuota => {
+                let (configs, force) = call
+                    .update_quota
+                    .as_ref()
+                    .map_or((&[][..], false), |u| (&u.quota_configs[..], u.force()));
+                self.update_quota(configs, force)?;
+                return Ok(Response::default());
+            }
+            CallType::SetQuota => {
+                let request = call.set_quota.as_ref().map(|s| &s.quota_request);
+                self.set_quota(&request.cloned().unwrap_or_default())?;
+                return Ok(Response::default());
+            }
+            CallType::RemoveQuota => {
+                let role = call.remove_quota.as_ref().map(|r| r.role.as_str());
+                self.remove_quota(role.unwrap_or_default(), "Failed to remove quota")?;
                 return Ok(Response::default());
             }
             other => return Err(not_served(other)),

@@ -644,6 +644,11 @@ pub struct Master {
     pub operator_streams: Vec<super::operator::events::Sink>,
     /// Clock time (ns) the master started.
     pub start_time: u64,
+    /// The queue configuration text last applied (at start, or by a hot
+    /// reload); `None` for the default one.
+    pub config_text: Option<String>,
+    /// Quota operators set at run time, by role (`quota.rs`).
+    pub quotas: super::config::Quotas,
     next_framework: u64,
     /// The number of the next offer id.
     pub(super) next_offer: u64,
@@ -686,6 +691,8 @@ impl Master {
             broken_streams: Vec::new(),
             operator_streams: Vec::new(),
             start_time,
+            config_text: None,
+            quotas: super::config::Quotas::new(),
             next_framework: 0,
             next_offer: 0,
             next_agent: 0,

@@ -1,9 +1,9 @@
 """pymesos' operator driver (MesosOperatorMasterDriver) against
 `unisched serve --mesos-addr`: it subscribes to the master's operator event
-stream, makes the read-only calls, and watches a small framework (a pymesos
-scheduler in this process) run one task and go. Prints a JSON summary of
-what it saw; exits non-zero when something is missing. Used by
-mesos/tests/framework_libraries.rs.
+stream, makes the read-only calls, changes weights and quota, and watches
+a small framework (a pymesos scheduler in this process) run one task and
+go. Prints a JSON summary of what it saw; exits non-zero when something is
+missing. Used by mesos/tests/framework_libraries.rs.
 """
 
 import json
@@ -104,6 +104,23 @@ def main():
     summary["master_pid"] = operator.getMaster()["get_master"]["master_info"]["pid"]
     quota = operator.getQuota()["get_quota"]["status"].get("configs", [])
     summary["quota"] = {c["role"]: c.get("limits", {}) for c in quota}
+
+    # Weights and quota changed at run time, with the driver's own calls.
+    operator.updateWeights([{"role": "ops", "weight": 2.0}])
+    weights = operator.getWeights()["get_weights"].get("weight_infos", [])
+    summary["weights"] = {w["role"]: w["weight"] for w in weights}
+    cpus = dict(name="cpus", type="SCALAR", scalar={"value": 1})
+    operator.setQuota({"role": "batch", "guarantee": [cpus]})
+    quota = operator.getQuota()["get_quota"]["status"].get("configs", [])
+    summary["quota_set"] = sorted(c["role"] for c in quota)
+    try:
+        operator.setQuota({"role": "ops", "guarantee": [cpus]})
+        summary["refused"] = None
+    except RuntimeError as e:
+        summary["refused"] = str(e)
+    operator.removeQuota("batch")
+    quota = operator.getQuota()["get_quota"]["status"].get("configs", [])
+    summary["quota_removed"] = sorted(c["role"] for c in quota)
 
     framework = Dict()
     framework.user = "root"
