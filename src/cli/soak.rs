@@ -235,6 +235,10 @@ fn run_mesos(args: &SoakArgs, only: Option<&[usize]>) -> ExitCode {
         t.operation_statuses_lost,
         t.operation_acks
     );
+    println!(
+        "  operator: weight and quota changes {}, refused {}",
+        t.operator_changes, t.operator_refusals
+    );
     if failed == 0 {
         ExitCode::SUCCESS
     } else {

@@ -23,6 +23,9 @@
 //!   subscribed providers last reported; an operation status a connected
 //!   framework has not acknowledged is sent again within the retry cap
 //!   (more provider checks in `providers.rs` and `frameworks.rs`).
+//! - M14 limits (`quota.rs`): no queue holds more than its maximum (a
+//!   role's quota limit), unless a forced limit came below what it held;
+//!   then it holds no more than it did, until it is within the limit.
 //! - Heartbeats every 15 s, FAILURE to every connected framework when an
 //!   agent goes, SUBSCRIBED after every SUBSCRIBE, and the updates without
 //!   a uuid the step's calls called for.
@@ -132,6 +135,7 @@ impl MesosSim {
         self.check_frameworks(&state, &mut v);
         self.check_agents(&state, &snap, &mut v);
         self.check_core(&state, &snap, &mut v);
+        self.check_limits(&snap, &mut v);
         v.extend(self.world.operator.check(&state));
         v
     }

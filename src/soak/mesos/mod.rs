@@ -29,7 +29,9 @@
 //! reading, answer operations late, fail them or lose their statuses, and
 //! go with their agent; frameworks that CREATE_DISK and DESTROY_DISK on
 //! their disks with operation feedback and acknowledge those statuses by
-//! their policy ([`providers`]).
+//! their policy ([`providers`]); an operator who changes roles' weights and
+//! quota, lowering limits below what roles hold with and without force
+//! ([`quota`]).
 //!
 //! Determinism: the master's ids come from the seed (`Settings::id_seed`),
 //! the simulation's maps are ordered, and nothing acts while the core and
@@ -44,6 +46,7 @@ pub mod fw_ops;
 pub mod operator_view;
 pub mod ops;
 pub mod providers;
+pub mod quota;
 pub mod sim;
 pub mod world;
 

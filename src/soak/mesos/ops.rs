@@ -224,6 +224,17 @@ pub enum MesosOp {
         /// Steps.
         steps: u8,
     },
+    /// An operator changes a role's weight or quota (the operator API's
+    /// UPDATE_WEIGHTS and UPDATE_QUOTA).
+    Operator {
+        /// Which role (`soak::mesos::quota::ROLES`).
+        role: u8,
+        /// 0: a weight; 1-3: a limit of that many cpus and 512 MB each
+        /// (3 with a guarantee of half a cpu); 4: no quota.
+        kind: u8,
+        /// With `force` (and, for a weight, 3 rather than 0.5).
+        force: bool,
+    },
     /// Virtual time passes, one second at a time.
     Advance {
         /// Seconds.
@@ -360,6 +371,11 @@ fn one(rng: &mut Rng) -> MesosOp {
             p: rng.below(u64::from(super::providers::PROVIDERS)) as u8,
             steps: 2 + rng.below(7) as u8,
         },
+        838..=847 => MesosOp::Operator {
+            role: rng.below(5) as u8,
+            kind: rng.below(5) as u8,
+            force: rng.chance(0.5),
+        },
         _ => MesosOp::Advance {
             secs: match rng.below(100) {
                 0..=59 => 1,
@@ -395,6 +411,6 @@ mod tests {
             })
             .collect();
         // Every variant of `MesosOp`.
-        assert_eq!(kinds.len(), 23, "{kinds:?}");
+        assert_eq!(kinds.len(), 24, "{kinds:?}");
     }
 }

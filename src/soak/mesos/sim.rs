@@ -10,7 +10,7 @@
 //! invariants against the master's `/state` and the core's snapshot.
 //! Framework operations are in `fw_ops.rs`, the checks in `checks.rs`.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -75,6 +75,11 @@ pub struct MesosCounts {
     pub operations_dropped: u64,
     /// ACKNOWLEDGE_OPERATION_STATUS calls.
     pub operation_acks: u64,
+    /// Weights and quota an operator changed.
+    pub operator_changes: u64,
+    /// Quota changes refused (a limit below what the role holds, guarantees
+    /// beyond the cluster) without force.
+    pub operator_refusals: u64,
 }
 
 impl MesosCounts {
@@ -103,6 +108,8 @@ impl MesosCounts {
         self.operation_statuses_lost += o.operation_statuses_lost;
         self.operations_dropped += o.operations_dropped;
         self.operation_acks += o.operation_acks;
+        self.operator_changes += o.operator_changes;
+        self.operator_refusals += o.operator_refusals;
     }
 }
 
@@ -141,6 +148,10 @@ pub struct MesosSim {
     print: u64,
     /// Prints each operation (`UNISCHED_SOAK_TRACE`).
     pub trace: bool,
+    /// Quota limits set below what a role held, by (queue, resource): the
+    /// most the queue may hold until it is back within its limit
+    /// (`quota.rs`, M14).
+    pub ceilings: BTreeMap<(String, String), i64>,
 }
 
 impl std::fmt::Debug for MesosSim {
@@ -172,6 +183,7 @@ impl MesosSim {
             uuids: 0,
             print: 0,
             trace: std::env::var_os("UNISCHED_SOAK_TRACE").is_some(),
+            ceilings: BTreeMap::new(),
         };
         for size in [1, 2, 0] {
             sim.add_host(size);
@@ -300,6 +312,7 @@ impl MesosSim {
             MesosOp::ProviderChange { p, grow, amount } => self.provider_change(p, grow, amount),
             MesosOp::ProviderAnswer { p, pick, outcome } => self.provider_answer(p, pick, outcome),
             MesosOp::ProviderPause { p, steps } => self.provider_pause(p, steps),
+            MesosOp::Operator { role, kind, force } => self.operator_change(role, kind, force),
             MesosOp::Advance { secs } => self.advance(secs),
         }
     }

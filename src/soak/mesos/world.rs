@@ -132,6 +132,18 @@ impl World {
         self.runtime.block_on(self.master.call(call, stream_id))
     }
 
+    /// An operator API call, answered on the master thread (`None` when the
+    /// master has stopped).
+    pub fn operator(
+        &self,
+        call: unisched_mesos::v1::master::Call,
+    ) -> Option<Result<unisched_mesos::v1::master::Response, CallError>> {
+        self.runtime.block_on(
+            self.master
+                .query(|reply| Query::Operator(Box::new(call), reply)),
+        )
+    }
+
     /// A resource provider call (not SUBSCRIBE) on an agent's endpoint, answered.
     pub fn provider_call(
         &self,
