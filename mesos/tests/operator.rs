@@ -843,6 +843,12 @@ async fn weights_and_quota_endpoints() {
         serde_json::json!([{"role": "web", "guarantees": {"cpus": {"value": 1.0}}, "limits": {"cpus": {"value": 1.0}}}]),
         "{got}"
     );
+    // The older form beside it, for older tools.
+    assert_eq!(
+        got["infos"],
+        serde_json::json!([{"role": "web", "guarantee": [{"name": "cpus", "type": "SCALAR", "scalar": {"value": 1.0}}]}]),
+        "{got}"
+    );
     let (status, e) = send(M::POST, "/quota", set, true).await;
     assert_eq!(status, 400);
     assert!(e.ends_with("which already has quota"), "{e}");

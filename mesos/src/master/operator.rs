@@ -24,7 +24,8 @@ use crate::v1::master::{Call, Response};
 
 /// Mesos quota of the core's queues: each queue below `root` with a
 /// guaranteed or a maximum is its role's quota (`root.a.b` is `a/b`), in
-/// Mesos' names and units (`vcore` thousandths as `cpus`, bytes as MB).
+/// Mesos' names and units (`vcore` thousandths as `cpus`, bytes as MB); in
+/// `configs`, and in the older `infos` (guarantees only) as Mesos fills it.
 pub fn quota_status(snapshot: &unisched_core::PartitionSnapshot) -> v1::quota::QuotaStatus {
     let scalars = |map: &BTreeMap<String, i64>| {
         map.iter()
@@ -47,10 +48,27 @@ pub fn quota_status(snapshot: &unisched_core::PartitionSnapshot) -> v1::quota::Q
         })
         .collect();
     configs.sort_by(|a, b| a.role.cmp(&b.role));
-    v1::quota::QuotaStatus {
-        configs,
-        ..Default::default()
-    }
+    // The older form beside it, as Mesos writes it for older tools: each
+    // role's guarantees as scalar resources.
+    let infos = configs
+        .iter()
+        .map(|c| v1::quota::QuotaInfo {
+            role: Some(c.role.clone()),
+            principal: None,
+            guarantee: c
+                .guarantees
+                .iter()
+                .map(|(name, scalar)| v1::Resource {
+                    name: name.clone(),
+                    r#type: v1::value::Type::Scalar as i32,
+                    scalar: Some(*scalar),
+                    ..Default::default()
+                })
+                .collect(),
+        })
+        .collect();
+    #[allow(deprecated)] // `infos`, Mesos' older form, still written.
+    v1::quota::QuotaStatus { infos, configs }
 }
 
 /// How a call of the operator API went wrong: 400, 501, with a reason.
