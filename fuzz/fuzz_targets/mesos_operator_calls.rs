@@ -6,6 +6,8 @@
 //! - bit 0: the body's encoding (JSON or protobuf);
 //! - bit 1: a TEARDOWN's framework id is replaced by the kept framework's,
 //!   so teardowns reach a live framework (which is then subscribed again);
+//! - bit 2: the agent id of an operation on an agent's resources
+//!   (RESERVE_RESOURCES, CREATE_VOLUMES, ...) is replaced by the live agent's;
 //! - bits 4-7: the virtual clock moves that many seconds after the call.
 //!
 //! Checked: no panic in any thread; a body that decodes encodes and decodes
@@ -73,6 +75,24 @@ fn apply(t: &mut Target, flags: u8, body: &[u8]) -> Option<u64> {
     {
         teardown.framework_id.value = id.clone();
     }
+    if flags & 4 != 0 {
+        let id = t.live.agent.clone();
+        for agent in [
+            call.reserve_resources.as_mut().map(|c| &mut c.agent_id),
+            call.unreserve_resources.as_mut().map(|c| &mut c.agent_id),
+            call.create_volumes.as_mut().map(|c| &mut c.agent_id),
+            call.destroy_volumes.as_mut().map(|c| &mut c.agent_id),
+            call.grow_volume.as_mut().and_then(|c| c.agent_id.as_mut()),
+            call.shrink_volume
+                .as_mut()
+                .and_then(|c| c.agent_id.as_mut()),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            agent.value = id.clone();
+        }
+    }
     if validate(&call).is_err() {
         return None;
     }
@@ -101,7 +121,7 @@ fn apply(t: &mut Target, flags: u8, body: &[u8]) -> Option<u64> {
                 .expect("the master answers");
             match answer {
                 Ok(r) => assert!(
-                    unisched_mesos::master::operator::answers_empty(kind)
+                    unisched_mesos::master::operator::empty_answer(kind).is_some()
                         || r.r#type().as_str_name() == kind.as_str_name(),
                     "{kind:?} answered with {:?}",
                     r.r#type()

@@ -667,6 +667,16 @@ async fn pymesos_operator_driver_watches_the_master() {
         "{summary}"
     );
     assert_eq!(
+        summary["reserved"],
+        serde_json::json!({"ops": 0.5}),
+        "{summary}"
+    );
+    assert_eq!(
+        summary["reserved_after"],
+        serde_json::json!({}),
+        "{summary}"
+    );
+    assert_eq!(
         summary["weights"],
         serde_json::json!({"ops": 2.0}),
         "{summary}"

@@ -481,3 +481,279 @@ async fn operation_updates_are_retried_until_acknowledged_and_reconciled() {
     );
     assert_eq!(metrics["master/operations/finished"], 1.0, "{metrics}");
 }
+
+/// The resources without their allocation (as an operator names them).
+fn unallocated(mut r: Vec<v1::Resource>) -> Vec<v1::Resource> {
+    for x in &mut r {
+        x.allocation_info = None;
+    }
+    r
+}
+
+fn agent_call(kind: v1::master::call::Type) -> v1::master::Call {
+    v1::master::Call {
+        r#type: Some(kind as i32),
+        ..Default::default()
+    }
+}
+
+/// An operator reserves an agent's resources, makes a persistent volume on
+/// them, destroys it and unreserves them, with the operator API (Mesos'
+/// RESERVE_RESOURCES, CREATE_VOLUMES, DESTROY_VOLUMES, UNRESERVE_RESOURCES):
+/// the framework's offer of those resources is rescinded first, later
+/// offers carry what the operator made, resources tasks hold are refused
+/// (409), bad requests get 400, and the agent ends as it began.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_reserves_and_makes_volumes_on_an_agent() {
+    use v1::master::call::{self as op_call, Type as OpType};
+    for ct in ENCODINGS {
+        let m = Master::start(Setup {
+            agent_resources: "cpus:2;mem:1024;disk:1000",
+            ..Setup::default()
+        })
+        .await;
+        let agent = m.cluster.agents[0].clone();
+        let agent_id = v1::AgentId {
+            value: agent.clone(),
+        };
+        let mut f = m.subscribe(framework("db", "db"), ct).await;
+        let first = f.offers().await.remove(0);
+        assert_eq!(scalar(&first, "cpus"), 2.0);
+
+        let reserve_call = |resources: Vec<v1::Resource>| v1::master::Call {
+            reserve_resources: Some(op_call::ReserveResources {
+                agent_id: agent_id.clone(),
+                source: vec![],
+                resources,
+            }),
+            ..agent_call(OpType::ReserveResources)
+        };
+        let cpus_disk = unallocated(dynamic(
+            Resources::parse("cpus:1;disk:100").unwrap().to_vec(),
+            "db",
+        ));
+        assert_eq!(
+            m.operator(&reserve_call(cpus_disk.clone()), ct).await,
+            (202, String::new())
+        );
+        // The offer held them: it goes back first.
+        let rescind = f.next_of(event::Type::Rescind).await.rescind.unwrap();
+        assert_eq!(rescind.offer_id, first.id);
+        m.allocate().await;
+        let offer = f.offers().await.remove(0);
+        let reserved: Vec<(String, f64)> = reserved_to(&offer, "db")
+            .iter()
+            .map(|r| (r.name.clone(), r.scalar.as_ref().unwrap().value))
+            .collect();
+        assert_eq!(
+            reserved,
+            [("cpus".to_string(), 1.0), ("disk".to_string(), 100.0)]
+        );
+        assert_eq!(scalar(&offer, "cpus"), 2.0, "{offer:?}");
+
+        // A task holds the unreserved cpu: a second reservation of it waits
+        // on nothing and is refused.
+        assert_eq!(
+            f.launch(&offer, vec![task("t1", &offer, "cpus:1;mem:64", None)])
+                .await,
+            202
+        );
+        let more = unallocated(dynamic(Resources::parse("cpus:1").unwrap().to_vec(), "db"));
+        let (status, e) = m.operator(&reserve_call(more), ct).await;
+        assert_eq!(status, 409, "{e}");
+        assert!(e.contains("are not available on the agent"), "{e}");
+
+        // Bad requests.
+        let (status, e) = m
+            .operator(
+                &reserve_call(dynamic(Resources::parse("mem:64").unwrap().to_vec(), "db")),
+                ct,
+            )
+            .await;
+        assert_eq!(status, 400);
+        assert!(
+            e.contains(
+                "the operator API only allows reservations to be made to unallocated resources"
+            ),
+            "{e}"
+        );
+        let (status, e) = m
+            .operator(
+                &reserve_call(Resources::parse("mem:64").unwrap().to_vec()),
+                ct,
+            )
+            .await;
+        assert_eq!(status, 400);
+        assert!(e.contains("is not dynamically reserved"), "{e}");
+        let mut unknown = reserve_call(cpus_disk.clone());
+        unknown.reserve_resources.as_mut().unwrap().agent_id.value = "nope".to_string();
+        assert_eq!(
+            m.operator(&unknown, ct).await,
+            (400, "No agent found with specified ID".to_string())
+        );
+
+        // A volume on the reserved disk, then gone again.
+        let vol = unallocated(vec![volume(100.0, "v1", "db")]);
+        let create = v1::master::Call {
+            create_volumes: Some(op_call::CreateVolumes {
+                agent_id: agent_id.clone(),
+                volumes: vol.clone(),
+            }),
+            ..agent_call(OpType::CreateVolumes)
+        };
+        assert_eq!(m.operator(&create, ct).await, (202, String::new()));
+        let state = m.state().await;
+        let slave = &state["slaves"][0];
+        assert_eq!(slave["reserved_resources"]["db"]["disk"], 100.0, "{slave}");
+        let agents = m.operator(&agent_call(OpType::GetAgents), ct).await.1;
+        assert!(agents.contains("v1"), "the volume in GET_AGENTS: {agents}");
+        let destroy = v1::master::Call {
+            destroy_volumes: Some(op_call::DestroyVolumes {
+                agent_id: agent_id.clone(),
+                volumes: vol,
+            }),
+            ..agent_call(OpType::DestroyVolumes)
+        };
+        assert_eq!(m.operator(&destroy, ct).await, (202, String::new()));
+        let unreserve_call = v1::master::Call {
+            unreserve_resources: Some(op_call::UnreserveResources {
+                agent_id: agent_id.clone(),
+                resources: cpus_disk.clone(),
+            }),
+            ..agent_call(OpType::UnreserveResources)
+        };
+        assert_eq!(m.operator(&unreserve_call, ct).await, (202, String::new()));
+        let (status, e) = m.operator(&unreserve_call, ct).await;
+        assert_eq!(status, 409, "nothing left to unreserve: {e}");
+        let state = m.state().await;
+        let slave = &state["slaves"][0];
+        assert_eq!(
+            slave["reserved_resources"],
+            serde_json::json!({}),
+            "{slave}"
+        );
+        assert_eq!(slave["resources"]["cpus"], 2.0);
+        assert_eq!(slave["resources"]["disk"], 1000.0);
+        // The core's node for the agent holds its whole capacity again.
+        let snapshot = m.scheduler.snapshot("mesos").unwrap();
+        let node = snapshot.nodes.iter().find(|n| n.id == agent).unwrap();
+        assert_eq!(node.capacity.get("vcore"), Some(&2000), "{node:?}");
+    }
+}
+
+/// Mesos' older endpoints for the same operations, with a form body:
+/// `/reserve`, `/create-volumes`, `/destroy-volumes`, `/unreserve`
+/// (202), behind the token, and their refusals.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_older_endpoints_reserve_and_make_volumes() {
+    let m = Master::start(Setup {
+        agent_resources: "cpus:2;mem:1024;disk:1000",
+        token: Some("s3cret".to_string()),
+        ..Setup::default()
+    })
+    .await;
+    let agent = m.cluster.agents[0].clone();
+    let json = |r: Vec<v1::Resource>| {
+        serde_json::Value::Array(r.iter().map(unisched_mesos::codec::to_json_value).collect())
+            .to_string()
+    };
+    let form = |pairs: &[(&str, &str)]| {
+        form_urlencoded::Serializer::new(String::new())
+            .extend_pairs(pairs)
+            .finish()
+    };
+    let post = |path: &str, body: String, token: bool| {
+        let mut req = m
+            .http
+            .post(format!("{}{path}", m.url))
+            .header("Content-Type", "application/x-www-form-urlencoded")
+            .body(body);
+        if token {
+            req = req.bearer_auth("s3cret");
+        }
+        async move {
+            let r = req.send().await.unwrap();
+            (r.status().as_u16(), r.text().await.unwrap())
+        }
+    };
+    let disk = json(unallocated(dynamic(
+        Resources::parse("disk:100").unwrap().to_vec(),
+        "db",
+    )));
+    let reserve = form(&[("slaveId", &agent), ("resources", &disk)]);
+    assert_eq!(post("/reserve", reserve.clone(), false).await.0, 401);
+    assert_eq!(
+        post("/master/reserve", reserve, true).await,
+        (202, String::new())
+    );
+    let vol = json(unallocated(vec![volume(100.0, "v1", "db")]));
+    let volumes = form(&[("slaveId", &agent), ("volumes", &vol)]);
+    assert_eq!(
+        post("/create-volumes", volumes.clone(), true).await,
+        (202, String::new())
+    );
+    let state = m.state().await;
+    assert_eq!(
+        state["slaves"][0]["reserved_resources"]["db"]["disk"],
+        100.0
+    );
+    assert_eq!(
+        post("/destroy-volumes", volumes, true).await,
+        (202, String::new())
+    );
+    let unreserve = form(&[("slaveId", &agent), ("resources", &disk)]);
+    assert_eq!(
+        post("/unreserve", unreserve.clone(), true).await,
+        (202, String::new())
+    );
+    assert_eq!(post("/unreserve", unreserve, true).await.0, 409);
+    let state = m.state().await;
+    assert_eq!(
+        state["slaves"][0]["reserved_resources"],
+        serde_json::json!({})
+    );
+
+    // Refusals.
+    assert_eq!(
+        post("/reserve", form(&[("resources", &disk)]), true).await,
+        (
+            400,
+            "Missing 'slaveId' query parameter in the request body".to_string()
+        )
+    );
+    assert_eq!(
+        post("/reserve", form(&[("slaveId", &agent)]), true).await,
+        (
+            400,
+            "Missing 'resources' query parameter in the request body".to_string()
+        )
+    );
+    let (status, e) = post(
+        "/reserve",
+        form(&[("slaveId", &agent), ("resources", "[nope")]),
+        true,
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert!(
+        e.starts_with("Error parsing 'resources' query parameter in the request body: "),
+        "{e}"
+    );
+    let (status, e) = post(
+        "/reserve",
+        form(&[("slaveId", "nope"), ("resources", &disk)]),
+        true,
+    )
+    .await;
+    assert_eq!(
+        (status, e.as_str()),
+        (400, "No agent found with specified ID")
+    );
+    let r = m
+        .http
+        .get(format!("{}/reserve", m.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 405);
+}

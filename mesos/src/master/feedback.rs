@@ -39,6 +39,7 @@ impl Master {
                 &f.info,
                 v1::framework_info::capability::Type::SharedResources,
             ),
+            operator: false,
         };
         let a = self.agents.get(agent).ok_or("Agent is gone")?;
         let c = conversion(

@@ -102,6 +102,14 @@ pub fn router(
         .route("/master/quota", any(runtime::quota))
         .route("/quota/{*role}", any(runtime::quota_role))
         .route("/master/quota/{*role}", any(runtime::quota_role))
+        .route("/reserve", any(reserve))
+        .route("/master/reserve", any(reserve))
+        .route("/unreserve", any(unreserve))
+        .route("/master/unreserve", any(unreserve))
+        .route("/create-volumes", any(create_volumes))
+        .route("/master/create-volumes", any(create_volumes))
+        .route("/destroy-volumes", any(destroy_volumes))
+        .route("/master/destroy-volumes", any(destroy_volumes))
         .route("/roles", get(roles_view))
         .route("/master/roles", get(roles_view))
         .route("/health", get(health))
@@ -459,7 +467,11 @@ async fn operator_api(
     match answer {
         None => text(StatusCode::SERVICE_UNAVAILABLE, "the master has stopped"),
         Some(Err(e)) => call_error(e),
-        Some(Ok(_)) if super::operator::answers_empty(kind) => StatusCode::OK.into_response(),
+        Some(Ok(_)) if let Some(status) = super::operator::empty_answer(kind) => {
+            StatusCode::from_u16(status)
+                .unwrap_or(StatusCode::OK)
+                .into_response()
+        }
         Some(Ok(response)) => (
             StatusCode::OK,
             [(header::CONTENT_TYPE, accept.mime())],
@@ -844,6 +856,63 @@ async fn roles_view(State(edge): State<Edge>) -> Response {
         }
         _ => text(StatusCode::SERVICE_UNAVAILABLE, "the master has stopped"),
     }
+}
+
+async fn reserve(
+    State(edge): State<Edge>,
+    method: Method,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    runtime::agent_endpoint(edge, runtime::AgentEndpoint::Reserve, method, headers, body).await
+}
+
+async fn unreserve(
+    State(edge): State<Edge>,
+    method: Method,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    runtime::agent_endpoint(
+        edge,
+        runtime::AgentEndpoint::Unreserve,
+        method,
+        headers,
+        body,
+    )
+    .await
+}
+
+async fn create_volumes(
+    State(edge): State<Edge>,
+    method: Method,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    runtime::agent_endpoint(
+        edge,
+        runtime::AgentEndpoint::CreateVolumes,
+        method,
+        headers,
+        body,
+    )
+    .await
+}
+
+async fn destroy_volumes(
+    State(edge): State<Edge>,
+    method: Method,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    runtime::agent_endpoint(
+        edge,
+        runtime::AgentEndpoint::DestroyVolumes,
+        method,
+        headers,
+        body,
+    )
+    .await
 }
 
 async fn version_view(State(edge): State<Edge>) -> Response {

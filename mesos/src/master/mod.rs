@@ -44,6 +44,7 @@
 //! stops the thread; the agents kill their tasks.
 
 mod accept;
+mod agent_ops;
 mod agents;
 pub mod auth;
 mod book;

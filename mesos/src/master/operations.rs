@@ -33,12 +33,15 @@ pub struct AgentView<'a> {
     pub used: &'a Resources,
 }
 
-/// The roles a framework may act for.
+/// The roles a framework may act for (or an operator: any role).
 pub struct Roles<'a> {
     /// Its roles.
     pub roles: &'a [String],
     /// Whether it has the SHARED_RESOURCES capability.
     pub shared_resources: bool,
+    /// An operator's operation (the operator API): resources unallocated,
+    /// reserved for any role.
+    pub operator: bool,
 }
 
 fn resources_of(list: &[v1::Resource], what: &str) -> Result<Resources, String> {
@@ -110,6 +113,12 @@ pub fn conversion(
                         "Resource {} is not dynamically reserved",
                         crate::resources::display_resource(r)
                     ));
+                }
+                if roles.operator {
+                    if r.allocation_info.is_some() {
+                        return Err("A reserve operation was attempted with an allocated resource, but the operator API only allows reservations to be made to unallocated resources".to_string());
+                    }
+                    continue;
                 }
                 let reserved = reservation_role(r).unwrap_or("*");
                 let Some(allocated) = allocation_role(r) else {
@@ -430,6 +439,7 @@ mod tests {
             &Roles {
                 roles: &roles,
                 shared_resources: false,
+                operator: false,
             },
             &AgentView {
                 total: &total,

@@ -7,9 +7,11 @@
 //! GET_QUOTA reads the core's queues (see [`quota_status`]; the HTTP edge
 //! answers it, as only the core knows them). UPDATE_WEIGHTS, UPDATE_QUOTA,
 //! SET_QUOTA and REMOVE_QUOTA change the queue configuration the core has
-//! (`super::quota`). Calls this master does not serve (logging levels, the
-//! files API, maintenance, operations on agents' resources, agent
-//! draining) get 501 with the call's name.
+//! (`super::quota`). RESERVE_RESOURCES, UNRESERVE_RESOURCES,
+//! CREATE_VOLUMES, DESTROY_VOLUMES, GROW_VOLUME and SHRINK_VOLUME apply to
+//! an agent's free resources (`super::agent_ops`). Calls this master does
+//! not serve (logging levels, the files API, maintenance, agent draining)
+//! get 501 with the call's name.
 
 use std::collections::BTreeMap;
 
@@ -82,18 +84,25 @@ fn not_served(kind: CallType) -> CallError {
     }
 }
 
-/// Whether a call's answer is 200 with no body (as upstream answers the
-/// calls that change something).
+/// The status of a call's answer when it has no body (as upstream answers
+/// the calls that change something): 200, or 202 for the operations on an
+/// agent's resources; `None` for calls answered with a Response.
 #[allow(deprecated)] // SET_QUOTA and REMOVE_QUOTA, Mesos' older quota calls.
-pub fn answers_empty(kind: CallType) -> bool {
-    matches!(
-        kind,
+pub fn empty_answer(kind: CallType) -> Option<u16> {
+    match kind {
         CallType::Teardown
-            | CallType::UpdateWeights
-            | CallType::UpdateQuota
-            | CallType::SetQuota
-            | CallType::RemoveQuota
-    )
+        | CallType::UpdateWeights
+        | CallType::UpdateQuota
+        | CallType::SetQuota
+        | CallType::RemoveQuota => Some(200),
+        CallType::ReserveResources
+        | CallType::UnreserveResources
+        | CallType::CreateVolumes
+        | CallType::DestroyVolumes
+        | CallType::GrowVolume
+        | CallType::ShrinkVolume => Some(202),
+        _ => None,
+    }
 }
 
 /// Checks a call as Mesos does before it reaches the master: its type,
@@ -121,6 +130,8 @@ pub fn validate(call: &Call) -> Result<(), String> {
         CallType::CreateVolumes => need(call.create_volumes.is_some(), "create_volumes"),
         CallType::DestroyVolumes => need(call.destroy_volumes.is_some(), "destroy_volumes"),
         CallType::MarkAgentGone => need(call.mark_agent_gone.is_some(), "mark_agent_gone"),
+        CallType::GrowVolume => need(call.grow_volume.is_some(), "grow_volume"),
+        CallType::ShrinkVolume => need(call.shrink_volume.is_some(), "shrink_volume"),
         _ => Ok(()),
     }
 }
@@ -242,6 +253,18 @@ impl Master {
                 tracing::info!(framework = id, "operator API: teardown");
                 self.remove_framework(&id);
                 // 200 with no body, as upstream.
+                return Ok(Response::default());
+            }
+            CallType::ReserveResources
+            | CallType::UnreserveResources
+            | CallType::CreateVolumes
+            | CallType::DestroyVolumes
+            | CallType::GrowVolume
+            | CallType::ShrinkVolume => {
+                if let Some(found) = super::agent_ops::operation_of(call) {
+                    let (agent, op) = found?;
+                    self.operator_operation(&agent, &op)?;
+                }
                 return Ok(Response::default());
             }
             CallType::UpdateWeights => {

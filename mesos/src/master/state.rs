@@ -149,6 +149,11 @@ impl Agent {
         self.plain = super::plain::brief(&self.free);
     }
 
+    /// What is free: neither occupied, used nor offered (unallocated form).
+    pub fn free(&self) -> &Resources {
+        &self.free
+    }
+
     /// What of the free resources goes into an offer to a framework of
     /// `role` (`Resources::offer_for`), taken out of them (unallocated form).
     pub fn take_offer(

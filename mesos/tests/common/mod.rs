@@ -268,6 +268,22 @@ impl Master {
             .unwrap()
     }
 
+    /// Makes an operator API call (`POST /api/v1`) in `ct`: its status and
+    /// body.
+    pub async fn operator(&self, call: &v1::master::Call, ct: ContentType) -> (u16, String) {
+        let resp = self
+            .http
+            .post(format!("{}/api/v1", self.url))
+            .header("Content-Type", ct.mime())
+            .header("Accept", ct.mime())
+            .body(unisched_mesos::codec::encode(call, ct))
+            .send()
+            .await
+            .unwrap();
+        let status = resp.status().as_u16();
+        (status, resp.text().await.unwrap_or_default())
+    }
+
     /// POSTs a raw body to the scheduler API.
     pub async fn post(&self, body: Vec<u8>, headers: &[(&str, &str)]) -> (u16, String) {
         let mut req = self

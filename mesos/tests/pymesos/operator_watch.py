@@ -1,9 +1,10 @@
 """pymesos' operator driver (MesosOperatorMasterDriver) against
 `unisched serve --mesos-addr`: it subscribes to the master's operator event
-stream, makes the read-only calls, changes weights and quota, and watches
-a small framework (a pymesos scheduler in this process) run one task and
-go. Prints a JSON summary of what it saw; exits non-zero when something is
-missing. Used by mesos/tests/framework_libraries.rs.
+stream, makes the read-only calls, reserves and unreserves an agent's
+resources, changes weights and quota, and watches a small framework (a
+pymesos scheduler in this process) run one task and go. Prints a JSON
+summary of what it saw; exits non-zero when something is missing. Used by
+mesos/tests/framework_libraries.rs.
 """
 
 import json
@@ -92,6 +93,19 @@ class OneTask(Scheduler):
             self.done.set()
 
 
+def reserved_on(operator, agent_id):
+    """The reserved scalars of an agent in GET_AGENTS, by role."""
+    out = {}
+    for agent in operator.getAgents()["get_agents"]["agents"]:
+        if agent["agent_info"]["id"]["value"] != agent_id:
+            continue
+        for r in agent.get("total_resources", []):
+            if r.get("reservations"):
+                role = r["reservations"][-1]["role"]
+                out[role] = out.get(role, 0) + r["scalar"]["value"]
+    return out
+
+
 def main():
     watcher = Watcher()
     operator = Driver(MASTER, operator=watcher)
@@ -104,6 +118,15 @@ def main():
     summary["master_pid"] = operator.getMaster()["get_master"]["master_info"]["pid"]
     quota = operator.getQuota()["get_quota"]["status"].get("configs", [])
     summary["quota"] = {c["role"]: c.get("limits", {}) for c in quota}
+
+    # A dynamic reservation an operator makes and takes back.
+    agent_id = operator.getAgents()["get_agents"]["agents"][0]["agent_info"]["id"]["value"]
+    reserved_cpu = [dict(name="cpus", type="SCALAR", scalar={"value": 0.5},
+                         reservations=[dict(type="DYNAMIC", role="ops")])]
+    operator.reserveResources(agent_id, reserved_cpu)
+    summary["reserved"] = reserved_on(operator, agent_id)
+    operator.unreserveResources(agent_id, reserved_cpu)
+    summary["reserved_after"] = reserved_on(operator, agent_id)
 
     # Weights and quota changed at run time, with the driver's own calls.
     operator.updateWeights([{"role": "ops", "weight": 2.0}])

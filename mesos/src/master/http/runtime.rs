@@ -1,10 +1,13 @@
-//! Mesos' `/weights` and `/quota` endpoints (the forms older than the
-//! operator API's calls, which tools and scripts still use): read them
-//! with GET, change them with `PUT /weights`, `POST /quota` and
-//! `DELETE /quota/<role>`. A change is an operator call
-//! (UPDATE_WEIGHTS, SET_QUOTA, REMOVE_QUOTA) made on the master thread
-//! (`master::quota`), so both forms are checked and applied alike. Reads
-//! are open, as `/state` is; changes are behind `--token`.
+//! Mesos' `/weights`, `/quota`, `/reserve`, `/unreserve`,
+//! `/create-volumes` and `/destroy-volumes` endpoints (the forms older
+//! than the operator API's calls, which tools and scripts still use): read
+//! weights and quota with GET, change them with `PUT /weights`,
+//! `POST /quota` and `DELETE /quota/<role>`, and operate on an agent's
+//! resources with a form POST. Each change is an operator call
+//! (UPDATE_WEIGHTS, SET_QUOTA, REMOVE_QUOTA, RESERVE_RESOURCES, ...) made
+//! on the master thread (`master::quota`, `master::agent_ops`), so both
+//! forms are checked and applied alike. Reads are open, as `/state` is;
+//! changes are behind `--token`.
 
 use axum::body::Bytes;
 use axum::extract::{Path, State};
@@ -197,4 +200,101 @@ pub(super) async fn quota_role(
     let mut c = call(Type::RemoveQuota);
     c.remove_quota = Some(v1::master::call::RemoveQuota { role });
     change(&edge, c).await
+}
+
+/// The operation an older endpoint on an agent's resources stands for.
+#[derive(Clone, Copy)]
+pub(super) enum AgentEndpoint {
+    /// `/reserve`: `slaveId`, `resources`, optional `source`.
+    Reserve,
+    /// `/unreserve`: `slaveId`, `resources`.
+    Unreserve,
+    /// `/create-volumes`: `slaveId`, `volumes`.
+    CreateVolumes,
+    /// `/destroy-volumes`: `slaveId`, `volumes`.
+    DestroyVolumes,
+}
+
+/// A form field holding a JSON array of resources, as Mesos reads it.
+fn resources_field(
+    form: &std::collections::HashMap<String, String>,
+    key: &str,
+) -> Result<Vec<v1::Resource>, String> {
+    let text = form
+        .get(key)
+        .ok_or_else(|| format!("Missing '{key}' query parameter in the request body"))?;
+    let parse_error =
+        |e: String| format!("Error parsing '{key}' query parameter in the request body: {e}");
+    let array: Vec<serde_json::Value> =
+        serde_json::from_str(text).map_err(|e| parse_error(e.to_string()))?;
+    array
+        .iter()
+        .map(|v| crate::codec::from_json_value(v).map_err(|e| parse_error(e.to_string())))
+        .collect()
+}
+
+/// Mesos' older endpoints on an agent's resources (`POST /reserve`,
+/// `/unreserve`, `/create-volumes`, `/destroy-volumes`, with a form body:
+/// `slaveId` and JSON arrays of resources): the operator API's calls, 202
+/// when done. Behind `--token`.
+pub(super) async fn agent_endpoint(
+    edge: Edge,
+    endpoint: AgentEndpoint,
+    method: Method,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    use v1::master::call as c;
+    if method != Method::POST {
+        return methods_only(&["POST"], &method);
+    }
+    if let Some(r) = token_refused(&edge, &headers) {
+        return r;
+    }
+    let form: std::collections::HashMap<String, String> =
+        form_urlencoded::parse(&body).into_owned().collect();
+    let Some(agent) = form.get("slaveId") else {
+        return bad_request("Missing 'slaveId' query parameter in the request body".to_string());
+    };
+    let agent_id = v1::AgentId {
+        value: agent.clone(),
+    };
+    let made = match endpoint {
+        AgentEndpoint::Reserve => resources_field(&form, "resources").and_then(|resources| {
+            let source = if form.contains_key("source") {
+                resources_field(&form, "source")?
+            } else {
+                Vec::new()
+            };
+            let mut call = call(Type::ReserveResources);
+            call.reserve_resources = Some(c::ReserveResources {
+                agent_id,
+                source,
+                resources,
+            });
+            Ok(call)
+        }),
+        AgentEndpoint::Unreserve => resources_field(&form, "resources").map(|resources| {
+            let mut call = call(Type::UnreserveResources);
+            call.unreserve_resources = Some(c::UnreserveResources {
+                agent_id,
+                resources,
+            });
+            call
+        }),
+        AgentEndpoint::CreateVolumes => resources_field(&form, "volumes").map(|volumes| {
+            let mut call = call(Type::CreateVolumes);
+            call.create_volumes = Some(c::CreateVolumes { agent_id, volumes });
+            call
+        }),
+        AgentEndpoint::DestroyVolumes => resources_field(&form, "volumes").map(|volumes| {
+            let mut call = call(Type::DestroyVolumes);
+            call.destroy_volumes = Some(c::DestroyVolumes { agent_id, volumes });
+            call
+        }),
+    };
+    match made {
+        Ok(call) => operator_call(&edge, call, |_| StatusCode::ACCEPTED.into_response()).await,
+        Err(message) => bad_request(message),
+    }
 }
