@@ -357,9 +357,19 @@ pub struct Fw {
     pub op_statuses_seen: u64,
 }
 
-/// The pool of a resource (its provider), as the master splits an agent.
+/// The pool of a resource (its provider and reservation role), as the
+/// master splits an agent into nodes (`master::pools::PoolKey`).
 pub fn pool_of(r: &v1::Resource) -> Option<String> {
-    r.provider_id.as_ref().map(|p| p.value.clone())
+    let provider = r.provider_id.as_ref().map(|p| p.value.as_str());
+    let role = unisched_mesos::resources::reservation_role(r);
+    match (provider, role) {
+        (None, None) => None,
+        (provider, role) => Some(format!(
+            "@{}#{}",
+            provider.unwrap_or_default(),
+            role.unwrap_or_default()
+        )),
+    }
 }
 
 /// Resources split by pool.

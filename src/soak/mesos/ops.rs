@@ -225,15 +225,19 @@ pub enum MesosOp {
         steps: u8,
     },
     /// An operator changes a role's weight or quota (the operator API's
-    /// UPDATE_WEIGHTS and UPDATE_QUOTA).
+    /// UPDATE_WEIGHTS and UPDATE_QUOTA), or reserves an agent's resources
+    /// for it or unreserves them (RESERVE_RESOURCES, UNRESERVE_RESOURCES).
     Operator {
         /// Which role (`soak::mesos::quota::ROLES`).
         role: u8,
         /// 0: a weight; 1-3: a limit of that many cpus and 512 MB each
-        /// (3 with a guarantee of half a cpu); 4: no quota.
+        /// (3 with a guarantee of half a cpu); 4: no quota; 5: a dynamic
+        /// reservation of one cpu and 128 MB; 6: its unreservation.
         kind: u8,
         /// With `force` (and, for a weight, 3 rather than 0.5).
         force: bool,
+        /// Which agent, for a reservation.
+        agent: u32,
     },
     /// Virtual time passes, one second at a time.
     Advance {
@@ -371,10 +375,11 @@ fn one(rng: &mut Rng) -> MesosOp {
             p: rng.below(u64::from(super::providers::PROVIDERS)) as u8,
             steps: 2 + rng.below(7) as u8,
         },
-        838..=847 => MesosOp::Operator {
+        838..=851 => MesosOp::Operator {
             role: rng.below(5) as u8,
-            kind: rng.below(5) as u8,
+            kind: rng.below(7) as u8,
             force: rng.chance(0.5),
+            agent: pick(rng),
         },
         _ => MesosOp::Advance {
             secs: match rng.below(100) {

@@ -1,7 +1,9 @@
-//! An operator who changes roles' weights and quota while frameworks run
+//! An operator who changes roles' weights and quota and reserves agents'
+//! resources for them while frameworks run
 //! ([`MesosOp::Operator`](super::ops::MesosOp::Operator): the operator
-//! API's UPDATE_WEIGHTS and UPDATE_QUOTA on the master thread), and
-//! invariant M14, that the core holds every queue to its maximum.
+//! API's UPDATE_WEIGHTS, UPDATE_QUOTA, RESERVE_RESOURCES and
+//! UNRESERVE_RESOURCES on the master thread), and invariant M14, that the
+//! core holds every queue to its maximum.
 //!
 //! A change the master takes rescinds every outstanding offer and hands the
 //! core a new configuration; the other invariants then check that nothing
@@ -90,6 +92,69 @@ impl MesosSim {
             }
             Some(Err(e)) => vec![format!(
                 "operator change of role {role} (kind {kind}, force {force}) refused: {} {}",
+                e.status, e.message
+            )],
+        }
+    }
+
+    /// Reserves one cpu and 128 MB of an agent for `role` (a dynamic
+    /// reservation), or unreserves them; the violations: anything but 202,
+    /// or 409 when they are not free (tasks hold them, or there is no such
+    /// reservation); or a `*` reservation taken.
+    pub fn operator_reservation(&mut self, role: u8, reserve: bool, agent: u32) -> Vec<String> {
+        let role = ROLES[usize::from(role) % ROLES.len()];
+        let Some(agent_id) = self
+            .agents
+            .live
+            .keys()
+            .nth(agent as usize % self.agents.live.len().max(1))
+            .cloned()
+        else {
+            return Vec::new();
+        };
+        let mut resources = unisched_mesos::resources::Resources::parse("cpus:1;mem:128")
+            .unwrap_or_default()
+            .to_vec();
+        for r in &mut resources {
+            r.reservations.push(v1::resource::ReservationInfo {
+                r#type: Some(v1::resource::reservation_info::Type::Dynamic as i32),
+                role: Some(role.to_string()),
+                ..Default::default()
+            });
+        }
+        let agent_id = v1::AgentId { value: agent_id };
+        let mut c = Call::default();
+        let name = if reserve {
+            c.r#type = Some(call::Type::ReserveResources as i32);
+            c.reserve_resources = Some(call::ReserveResources {
+                agent_id,
+                source: Vec::new(),
+                resources,
+            });
+            "RESERVE_RESOURCES"
+        } else {
+            c.r#type = Some(call::Type::UnreserveResources as i32);
+            c.unreserve_resources = Some(call::UnreserveResources {
+                agent_id,
+                resources,
+            });
+            "UNRESERVE_RESOURCES"
+        };
+        match self.world.operator(c) {
+            None => vec!["the master did not answer an operator call".to_string()],
+            // `*` is no role to reserve for.
+            Some(Ok(_)) if role == "*" => vec![format!("{name} for role * was taken")],
+            Some(Ok(_)) => {
+                self.counts.operator_changes += 1;
+                Vec::new()
+            }
+            Some(Err(e)) if role == "*" && e.status == 400 => Vec::new(),
+            Some(Err(e)) if e.status == 409 => {
+                self.counts.operator_refusals += 1;
+                Vec::new()
+            }
+            Some(Err(e)) => vec![format!(
+                "{name} of role {role} refused: {} {}",
                 e.status, e.message
             )],
         }

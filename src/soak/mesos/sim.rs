@@ -312,7 +312,18 @@ impl MesosSim {
             MesosOp::ProviderChange { p, grow, amount } => self.provider_change(p, grow, amount),
             MesosOp::ProviderAnswer { p, pick, outcome } => self.provider_answer(p, pick, outcome),
             MesosOp::ProviderPause { p, steps } => self.provider_pause(p, steps),
-            MesosOp::Operator { role, kind, force } => self.operator_change(role, kind, force),
+            MesosOp::Operator {
+                role,
+                kind,
+                force,
+                agent,
+            } => {
+                if kind >= 5 {
+                    self.operator_reservation(role, kind == 5, agent)
+                } else {
+                    self.operator_change(role, kind, force)
+                }
+            }
             MesosOp::Advance { secs } => self.advance(secs),
         }
     }
