@@ -102,14 +102,32 @@ pub fn router(
         .route("/master/quota", any(runtime::quota))
         .route("/quota/{*role}", any(runtime::quota_role))
         .route("/master/quota/{*role}", any(runtime::quota_role))
-        .route("/reserve", any(reserve))
-        .route("/master/reserve", any(reserve))
-        .route("/unreserve", any(unreserve))
-        .route("/master/unreserve", any(unreserve))
-        .route("/create-volumes", any(create_volumes))
-        .route("/master/create-volumes", any(create_volumes))
-        .route("/destroy-volumes", any(destroy_volumes))
-        .route("/master/destroy-volumes", any(destroy_volumes))
+        .route("/reserve", agent_route(runtime::AgentEndpoint::Reserve))
+        .route(
+            "/master/reserve",
+            agent_route(runtime::AgentEndpoint::Reserve),
+        )
+        .route("/unreserve", agent_route(runtime::AgentEndpoint::Unreserve))
+        .route(
+            "/master/unreserve",
+            agent_route(runtime::AgentEndpoint::Unreserve),
+        )
+        .route(
+            "/create-volumes",
+            agent_route(runtime::AgentEndpoint::CreateVolumes),
+        )
+        .route(
+            "/master/create-volumes",
+            agent_route(runtime::AgentEndpoint::CreateVolumes),
+        )
+        .route(
+            "/destroy-volumes",
+            agent_route(runtime::AgentEndpoint::DestroyVolumes),
+        )
+        .route(
+            "/master/destroy-volumes",
+            agent_route(runtime::AgentEndpoint::DestroyVolumes),
+        )
         .route("/roles", get(roles_view))
         .route("/master/roles", get(roles_view))
         .route("/health", get(health))
@@ -858,61 +876,13 @@ async fn roles_view(State(edge): State<Edge>) -> Response {
     }
 }
 
-async fn reserve(
-    State(edge): State<Edge>,
-    method: Method,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    runtime::agent_endpoint(edge, runtime::AgentEndpoint::Reserve, method, headers, body).await
-}
-
-async fn unreserve(
-    State(edge): State<Edge>,
-    method: Method,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    runtime::agent_endpoint(
-        edge,
-        runtime::AgentEndpoint::Unreserve,
-        method,
-        headers,
-        body,
+/// The route of one of Mesos' older endpoints on an agent's resources.
+fn agent_route(endpoint: runtime::AgentEndpoint) -> axum::routing::MethodRouter<Edge> {
+    any(
+        move |State(edge): State<Edge>, method: Method, headers: HeaderMap, body: Bytes| {
+            runtime::agent_endpoint(edge, endpoint, method, headers, body)
+        },
     )
-    .await
-}
-
-async fn create_volumes(
-    State(edge): State<Edge>,
-    method: Method,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    runtime::agent_endpoint(
-        edge,
-        runtime::AgentEndpoint::CreateVolumes,
-        method,
-        headers,
-        body,
-    )
-    .await
-}
-
-async fn destroy_volumes(
-    State(edge): State<Edge>,
-    method: Method,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    runtime::agent_endpoint(
-        edge,
-        runtime::AgentEndpoint::DestroyVolumes,
-        method,
-        headers,
-        body,
-    )
-    .await
 }
 
 async fn version_view(State(edge): State<Edge>) -> Response {
