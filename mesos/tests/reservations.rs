@@ -529,7 +529,7 @@ async fn an_operator_reserves_and_makes_volumes_on_an_agent() {
             ..agent_call(OpType::ReserveResources)
         };
         let cpus_disk = unallocated(dynamic(
-            Resources::parse("cpus:1;disk:100").unwrap().to_vec(),
+            Resources::parse("cpus:1;disk:150").unwrap().to_vec(),
             "db",
         ));
         assert_eq!(
@@ -547,7 +547,7 @@ async fn an_operator_reserves_and_makes_volumes_on_an_agent() {
             .collect();
         assert_eq!(
             reserved,
-            [("cpus".to_string(), 1.0), ("disk".to_string(), 100.0)]
+            [("cpus".to_string(), 1.0), ("disk".to_string(), 150.0)]
         );
         assert_eq!(scalar(&offer, "cpus"), 2.0, "{offer:?}");
 
@@ -604,9 +604,33 @@ async fn an_operator_reserves_and_makes_volumes_on_an_agent() {
         assert_eq!(m.operator(&create, ct).await, (202, String::new()));
         let state = m.state().await;
         let slave = &state["slaves"][0];
-        assert_eq!(slave["reserved_resources"]["db"]["disk"], 100.0, "{slave}");
+        assert_eq!(slave["reserved_resources"]["db"]["disk"], 150.0, "{slave}");
         let agents = m.operator(&agent_call(OpType::GetAgents), ct).await.1;
         assert!(agents.contains("v1"), "the volume in GET_AGENTS: {agents}");
+        // It grows by the rest of the reserved disk, and shrinks back.
+        let grow = v1::master::Call {
+            grow_volume: Some(op_call::GrowVolume {
+                agent_id: Some(agent_id.clone()),
+                volume: vol[0].clone(),
+                addition: unallocated(dynamic(Resources::parse("disk:50").unwrap().to_vec(), "db"))
+                    .remove(0),
+            }),
+            ..agent_call(OpType::GrowVolume)
+        };
+        assert_eq!(m.operator(&grow, ct).await, (202, String::new()));
+        let (status, e) = m.operator(&grow, ct).await;
+        assert_eq!(status, 409, "no disk left to grow by: {e}");
+        let mut grown = vol[0].clone();
+        grown.scalar = Some(v1::value::Scalar { value: 150.0 });
+        let shrink = v1::master::Call {
+            shrink_volume: Some(op_call::ShrinkVolume {
+                agent_id: Some(agent_id.clone()),
+                volume: grown,
+                subtract: v1::value::Scalar { value: 50.0 },
+            }),
+            ..agent_call(OpType::ShrinkVolume)
+        };
+        assert_eq!(m.operator(&shrink, ct).await, (202, String::new()));
         let destroy = v1::master::Call {
             destroy_volumes: Some(op_call::DestroyVolumes {
                 agent_id: agent_id.clone(),
