@@ -17,10 +17,11 @@
 //! queue ([`Master::effective_quotas`]), whichever set it. Quota on a
 //! nested role is accepted (Mesos refuses it "for now"): the core's
 //! configuration checks keep a parent's guarantee at least its children's.
-//! After a change every outstanding offer is rescinded, so that the core
-//! hands the resources out again under the new weights or quota (Mesos
-//! rescinds all offers after a weight change, and a best-effort part of
-//! them after a quota change).
+//! After a quota change, or a weight change of a role with a registered
+//! framework, every outstanding offer is rescinded, so that the core hands
+//! the resources out again under the new weights or quota (Mesos rescinds
+//! all offers after such a weight change, and a best-effort part of them
+//! after a quota change).
 
 use std::collections::BTreeMap;
 
@@ -204,11 +205,12 @@ impl Master {
 
     /// Hands the core the configuration with `weights` and `quotas`; on
     /// success they become the master's, every outstanding offer is
-    /// rescinded and an allocation run asked for.
+    /// rescinded when `rescind` says so, and an allocation run asked for.
     fn reconfigure(
         &mut self,
         weights: BTreeMap<String, f64>,
         quotas: Quotas,
+        rescind: bool,
     ) -> Result<(), CallError> {
         let text = self
             .patched_config(&weights, &quotas)
@@ -221,7 +223,7 @@ impl Master {
         self.quotas = quotas;
         let mut numbers: Vec<u64> = self.offers.values().map(|o| o.number).collect();
         numbers.sort_unstable();
-        for n in numbers {
+        for n in numbers.into_iter().filter(|_| rescind) {
             self.rescind(n, true);
         }
         self.core.offers(vec![OfferChange::Allocate]);
@@ -249,9 +251,17 @@ impl Master {
             }
             weights.insert(role.to_string(), info.weight);
         }
+        // As Mesos: the offers go back only when an updated role has a
+        // registered framework (one whose share the new weight changes).
+        let framed = infos.iter().any(|info| {
+            let role = info.role.as_deref().unwrap_or_default().trim();
+            self.frameworks
+                .values()
+                .any(|f| f.roles.iter().any(|r| r == role))
+        });
         let quotas = self.quotas.clone();
         tracing::info!(?weights, "operator: weights updated");
-        self.reconfigure(weights, quotas)
+        self.reconfigure(weights, quotas, framed)
     }
 
     /// What a role's tasks and executors hold, and those of its nested
@@ -335,7 +345,7 @@ impl Master {
         }
         tracing::info!(roles = ?updated.iter().map(|u| &u.0).collect::<Vec<_>>(), "operator: quota updated");
         let weights = self.settings.weights.clone();
-        self.reconfigure(weights, quotas)
+        self.reconfigure(weights, quotas, true)
     }
 
     /// SET_QUOTA and `POST /quota` (Mesos' older form): the guarantee is
