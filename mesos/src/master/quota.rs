@@ -221,10 +221,12 @@ impl Master {
             .map_err(|e| CallError::bad_request(e.to_string()))?;
         self.settings.weights = weights;
         self.quotas = quotas;
-        let mut numbers: Vec<u64> = self.offers.values().map(|o| o.number).collect();
-        numbers.sort_unstable();
-        for n in numbers.into_iter().filter(|_| rescind) {
-            self.rescind(n, true);
+        if rescind {
+            let mut numbers: Vec<u64> = self.offers.values().map(|o| o.number).collect();
+            numbers.sort_unstable();
+            for n in numbers {
+                self.rescind(n, true);
+            }
         }
         self.core.offers(vec![OfferChange::Allocate]);
         Ok(())
