@@ -701,6 +701,12 @@ async fn pymesos_operator_driver_watches_the_master() {
         serde_json::json!(["TASK_FINISHED"]),
         "{summary}"
     );
+    let gone = summary["gone"].as_str().unwrap_or_default().to_string();
+    let left = summary["agents_after_gone"]
+        .as_array()
+        .expect("agents after");
+    assert_eq!(left.len(), 1, "{summary}");
+    assert_ne!(left[0], gone.as_str(), "{summary}");
     let events: Vec<(String, String)> = summary["events"]
         .as_array()
         .unwrap()
@@ -718,6 +724,7 @@ async fn pymesos_operator_driver_watches_the_master() {
         ("TASK_UPDATED", "TASK_RUNNING"),
         ("TASK_UPDATED", "TASK_FINISHED"),
         ("FRAMEWORK_REMOVED", "watched"),
+        ("AGENT_REMOVED", gone.as_str()),
     ];
     // In this order (TASK_STARTING may come between).
     let mut at = 0;

@@ -886,3 +886,396 @@ async fn weights_and_quota_endpoints() {
     let got: serde_json::Value = serde_json::from_str(&got).unwrap();
     assert_eq!(got["configs"], serde_json::Value::Null, "{got}");
 }
+
+async fn teardown(m: &Master, framework: &str, ct: ContentType) {
+    let c = Call {
+        teardown: Some(call::Teardown {
+            framework_id: v1::FrameworkId {
+                value: framework.to_string(),
+            },
+        }),
+        ..op(call::Type::Teardown)
+    };
+    change(m, c, ct).await;
+}
+
+/// An operator call naming an agent: DEACTIVATE_AGENT, REACTIVATE_AGENT,
+/// MARK_AGENT_GONE, or DRAIN_AGENT with its options.
+fn agent_call(kind: call::Type, agent: &str) -> Call {
+    let agent_id = v1::AgentId {
+        value: agent.to_string(),
+    };
+    let mut c = op(kind);
+    match kind {
+        call::Type::DeactivateAgent => {
+            c.deactivate_agent = Some(call::DeactivateAgent { agent_id })
+        }
+        call::Type::ReactivateAgent => {
+            c.reactivate_agent = Some(call::ReactivateAgent { agent_id })
+        }
+        call::Type::MarkAgentGone => c.mark_agent_gone = Some(call::MarkAgentGone { agent_id }),
+        _ => unreachable!("not an agent call here: {kind:?}"),
+    }
+    c
+}
+
+fn drain_call(agent: &str, max_grace: Option<Duration>, mark_gone: bool) -> Call {
+    Call {
+        drain_agent: Some(call::DrainAgent {
+            agent_id: v1::AgentId {
+                value: agent.to_string(),
+            },
+            max_grace_period: max_grace.map(|d| prost_types::Duration {
+                seconds: d.as_secs() as i64,
+                nanos: d.subsec_nanos() as i32,
+            }),
+            mark_gone: Some(mark_gone),
+        }),
+        ..op(call::Type::DrainAgent)
+    }
+}
+
+/// `/state`'s entry of the agent.
+async fn slave(m: &Master, agent: &str) -> serde_json::Value {
+    let state = m.state().await;
+    state["slaves"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == agent)
+        .cloned()
+        .unwrap_or_else(|| panic!("agent {agent} in /state: {state}"))
+}
+
+/// The agent's entry of GET_AGENTS.
+async fn operator_agent(m: &Master, agent: &str, ct: ContentType) -> response::get_agents::Agent {
+    let agents = ask(m, op(call::Type::GetAgents), ct)
+        .await
+        .get_agents
+        .unwrap();
+    agents
+        .agents
+        .into_iter()
+        .find(|x| x.agent_info.id.as_ref().unwrap().value == agent)
+        .unwrap_or_else(|| panic!("agent {agent} in GET_AGENTS"))
+}
+
+/// Whether the core's node of the agent's unreserved pool is schedulable.
+fn core_node_schedulable(m: &Master, agent: &str) -> bool {
+    m.scheduler.settle();
+    let snap = m.scheduler.snapshot("mesos").expect("the Mesos partition");
+    snap.nodes
+        .iter()
+        .find(|n| n.id == agent)
+        .unwrap_or_else(|| panic!("node {agent}"))
+        .schedulable
+}
+
+/// Waits (real time, within WAIT) for the agent's drain state in `/state`.
+async fn drain_state(m: &Master, agent: &str, want: &str) -> serde_json::Value {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let s = slave(m, agent).await;
+        if s["drain_info"]["state"] == want {
+            return s;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{want}: {s}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_deactivates_drains_and_reactivates_agents() {
+    use unisched_mesos::v1::scheduler::event::Type as E;
+    for ct in ENCODINGS {
+        let m = Master::start(Setup {
+            agents: 2,
+            executor: unisched_mesos::agent::ExecutorKind::Process,
+            ..Setup::default()
+        })
+        .await;
+        let mut f = m.subscribe(framework("f", "web"), ct).await;
+        let mut offers = f.offers().await;
+        if offers.len() < 2 {
+            offers.extend(f.offers().await);
+        }
+        offers.sort_by(|a, b| a.agent_id.value.cmp(&b.agent_id.value));
+        let (a, b) = (
+            offers[0].agent_id.value.clone(),
+            offers[1].agent_id.value.clone(),
+        );
+        // On A, the whole agent: a task that ignores SIGTERM and asks 30 s
+        // to stop.
+        let mut t = task("stubborn", &offers[0], AGENT_A, None);
+        t.command = Some(v1::CommandInfo {
+            value: Some("trap '' TERM; sleep 60".to_string()),
+            ..Default::default()
+        });
+        t.kill_policy = Some(v1::KillPolicy {
+            grace_period: Some(v1::DurationInfo {
+                nanoseconds: 30_000_000_000,
+            }),
+        });
+        assert_eq!(f.launch(&offers[0], vec![t]).await, 202);
+        loop {
+            let s = f.update().await;
+            f.acknowledge(&s).await;
+            if s.state() == v1::TaskState::TaskRunning {
+                break;
+            }
+        }
+
+        // DEACTIVATE_AGENT: B's offer is rescinded, nothing of B is offered.
+        change(&m, agent_call(call::Type::DeactivateAgent, &b), ct).await;
+        let rescind = f.next_of(E::Rescind).await.rescind.unwrap();
+        assert_eq!(rescind.offer_id, offers[1].id);
+        let s = slave(&m, &b).await;
+        assert_eq!(
+            (s["active"].clone(), s["deactivated"].clone()),
+            (false.into(), true.into())
+        );
+        assert!(s.get("drain_info").is_none(), "{s}");
+        let state = m.state().await;
+        assert_eq!(
+            (
+                state["activated_slaves"].clone(),
+                state["deactivated_slaves"].clone()
+            ),
+            (1.into(), 1.into())
+        );
+        let metrics = m.metrics().await;
+        assert_eq!(metrics["master/slaves_active"], 1.0);
+        assert_eq!(metrics["master/slaves_inactive"], 1.0);
+        let got = operator_agent(&m, &b, ct).await;
+        assert!(
+            !got.active && got.deactivated == Some(true) && got.drain_info.is_none(),
+            "{got:?}"
+        );
+        assert!(!core_node_schedulable(&m, &b), "the core's node is drained");
+        m.allocate().await;
+        assert!(
+            f.maybe_next_of(E::Offers).await.is_none(),
+            "a deactivated agent is not offered"
+        );
+        // Deactivating again changes nothing; REACTIVATE_AGENT offers it again.
+        change(&m, agent_call(call::Type::DeactivateAgent, &b), ct).await;
+        change(&m, agent_call(call::Type::ReactivateAgent, &b), ct).await;
+        let back = f.offers().await;
+        assert_eq!(back[0].agent_id.value, b);
+        assert_eq!(
+            refused(&m, agent_call(call::Type::ReactivateAgent, &b), ct).await,
+            "Agent is not deactivated"
+        );
+        assert_eq!(slave(&m, &b).await["active"], true);
+        assert!(core_node_schedulable(&m, &b));
+
+        // DRAIN_AGENT A, grace periods capped at 1.5 s: the task gets its
+        // SIGTERM, ignores it, and is killed 1.5 s later (not 30).
+        let asked = std::time::Instant::now();
+        change(
+            &m,
+            drain_call(&a, Some(Duration::from_millis(1500)), false),
+            ct,
+        )
+        .await;
+        let s = drain_state(&m, &a, "DRAINING").await;
+        assert_eq!(
+            s["drain_info"]["config"]["max_grace_period"]["nanoseconds"],
+            1_500_000_000i64
+        );
+        assert_eq!(s["drain_info"]["config"]["mark_gone"], false);
+        assert!(
+            s["estimated_drain_start_time_seconds"].as_f64().unwrap() > 1e9,
+            "{s}"
+        );
+        assert_eq!(
+            refused(&m, agent_call(call::Type::ReactivateAgent, &a), ct).await,
+            "Agent is still in the DRAINING state"
+        );
+        let killed = loop {
+            let s = f.update().await;
+            f.acknowledge(&s).await;
+            if s.state() != v1::TaskState::TaskKilling {
+                break s;
+            }
+            assert_eq!(s.reason(), v1::task_status::Reason::AgentDraining);
+        };
+        assert_eq!(killed.state(), v1::TaskState::TaskKilled, "{killed:?}");
+        assert_eq!(killed.reason(), v1::task_status::Reason::AgentDraining);
+        let took = asked.elapsed();
+        assert!(
+            took >= Duration::from_millis(1400) && took < Duration::from_secs(20),
+            "killed after {took:?}"
+        );
+        let s = drain_state(&m, &a, "DRAINED").await;
+        assert_eq!(s["used_resources"]["cpus"], 0.0, "{s}");
+        let got = operator_agent(&m, &a, ct).await;
+        let info = got.drain_info.as_ref().expect("drain info");
+        assert_eq!(info.state(), v1::DrainState::Drained);
+        assert!(got.estimated_drain_start_time.is_some() && !got.active);
+        // Drained, it is still out of service until reactivated.
+        m.allocate().await;
+        assert!(f.maybe_next_of(E::Offers).await.is_none());
+        change(&m, agent_call(call::Type::ReactivateAgent, &a), ct).await;
+        let back = f.offers().await;
+        assert_eq!(back[0].agent_id.value, a);
+        assert!(slave(&m, &a).await.get("drain_info").is_none());
+
+        // Unknown agents get upstream's answers.
+        assert_eq!(
+            refused(&m, drain_call("nope", None, false), ct).await,
+            "Unknown agent"
+        );
+        assert_eq!(
+            refused(&m, agent_call(call::Type::DeactivateAgent, "nope"), ct).await,
+            "Unknown agent"
+        );
+        let (status, body) = post(
+            &m,
+            "/api/v1",
+            &agent_call(call::Type::MarkAgentGone, "nope"),
+            ct,
+        )
+        .await;
+        assert_eq!(
+            (status, String::from_utf8_lossy(&body).as_ref()),
+            (404, "Agent 'nope' not found")
+        );
+        let (status, body) = post(&m, "/api/v1", &op(call::Type::DrainAgent), ct).await;
+        assert_eq!(
+            (status, String::from_utf8_lossy(&body).as_ref()),
+            (
+                400,
+                "Failed to validate master::Call: Expecting 'drain_agent' to be present"
+            )
+        );
+        // TEARDOWN: nothing is left on either agent.
+        teardown(&m, &f.id, ct).await;
+        m.expect_empty().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agents_marked_gone_end_their_tasks_by_operator() {
+    use unisched_mesos::v1::scheduler::event::Type as E;
+    for ct in ENCODINGS {
+        let m = Master::start(Setup {
+            agents: 2,
+            ..Setup::default()
+        })
+        .await;
+        let mut aware_info = framework("aware", "web");
+        aware_info
+            .capabilities
+            .push(v1::framework_info::Capability {
+                r#type: Some(v1::framework_info::capability::Type::PartitionAware as i32),
+            });
+        let mut aware = m.subscribe(aware_info, ct).await;
+        let mut offers = aware.offers().await;
+        if offers.len() < 2 {
+            offers.extend(aware.offers().await);
+        }
+        offers.sort_by(|a, b| a.agent_id.value.cmp(&b.agent_id.value));
+        let (a, b) = (
+            offers[0].agent_id.value.clone(),
+            offers[1].agent_id.value.clone(),
+        );
+        let t = task("a1", &offers[0], AGENT_A, Some("1000"));
+        assert_eq!(aware.launch(&offers[0], vec![t]).await, 202);
+        assert_eq!(aware.decline(&offers[1], Some(1000.0)).await, 202);
+        let mut old = m.subscribe(framework("old", "batch"), ct).await;
+        m.allocate().await;
+        let offer = old.offers().await.remove(0);
+        assert_eq!(offer.agent_id.value, b);
+        assert_eq!(
+            old.launch(&offer, vec![task("o1", &offer, AGENT_A, Some("1000"))])
+                .await,
+            202
+        );
+        for f in [&mut aware, &mut old] {
+            loop {
+                let s = f.update().await;
+                f.acknowledge(&s).await;
+                if s.state() == v1::TaskState::TaskRunning {
+                    break;
+                }
+            }
+        }
+
+        // A drain that marks A gone: the partition-aware framework's task
+        // ends TASK_GONE_BY_OPERATOR, then A leaves and both frameworks hear.
+        change(&m, drain_call(&a, None, true), ct).await;
+        let s = aware.update().await;
+        assert_eq!(
+            (s.state(), s.reason()),
+            (
+                v1::TaskState::TaskGoneByOperator,
+                v1::task_status::Reason::AgentDraining
+            ),
+            "{s:?}"
+        );
+        aware.acknowledge(&s).await;
+        for f in [&mut aware, &mut old] {
+            let failure = f.next_of(E::Failure).await.failure.unwrap();
+            assert_eq!(failure.agent_id.unwrap().value, a);
+        }
+        let state = m.state().await;
+        assert_eq!(state["slaves"].as_array().unwrap().len(), 1, "{state}");
+        // A gone agent stays gone: marking it again is 200, draining it 400.
+        change(&m, agent_call(call::Type::MarkAgentGone, &a), ct).await;
+        assert_eq!(
+            refused(&m, drain_call(&a, None, false), ct).await,
+            "Unknown agent"
+        );
+
+        // MARK_AGENT_GONE B at once: the other framework's task is lost.
+        change(&m, agent_call(call::Type::MarkAgentGone, &b), ct).await;
+        let s = old.update().await;
+        assert_eq!(
+            (s.state(), s.reason(), s.message()),
+            (
+                v1::TaskState::TaskLost,
+                v1::task_status::Reason::AgentRemoved,
+                "Agent has been marked gone"
+            ),
+        );
+        assert_eq!(s.source(), v1::task_status::Source::Master);
+        old.acknowledge(&s).await;
+        let failure = aware.next_of(E::Failure).await.failure.unwrap();
+        assert_eq!(failure.agent_id.unwrap().value, b);
+        assert!(m.state().await["slaves"].as_array().unwrap().is_empty());
+        assert_eq!(m.metrics().await["master/slaves_active"], 0.0);
+
+        // Reconciliation knows the agents are gone.
+        let reconcile = |task: &str, agent: &str| sched_call::Reconcile {
+            tasks: vec![sched_call::reconcile::Task {
+                task_id: v1::TaskId {
+                    value: task.to_string(),
+                },
+                agent_id: Some(v1::AgentId {
+                    value: agent.to_string(),
+                }),
+            }],
+        };
+        for (f, t, agent, want) in [
+            (&mut aware, "a1", &a, v1::TaskState::TaskGoneByOperator),
+            (&mut old, "o1", &b, v1::TaskState::TaskLost),
+        ] {
+            let c = unisched_mesos::v1::scheduler::Call {
+                r#type: Some(sched_call::Type::Reconcile as i32),
+                reconcile: Some(reconcile(t, agent)),
+                ..Default::default()
+            };
+            assert_eq!(f.call(c).await.0, 202);
+            let s = f.update().await;
+            assert_eq!(
+                (s.state(), s.message()),
+                (want, "Reconciliation: Task is gone"),
+                "{s:?}"
+            );
+        }
+        teardown(&m, &aware.id, ct).await;
+        teardown(&m, &old.id, ct).await;
+        m.expect_empty().await;
+    }
+}

@@ -74,9 +74,11 @@ impl Master {
     /// TASK_GONE (partition aware) or TASK_LOST, every connected framework
     /// gets FAILURE, and its node leaves the core.
     pub(super) fn remove_agent(&mut self, id: &str, why: &str) {
-        if !self.agents.contains_key(id) {
-            return;
-        }
+        self.agent_leaves(id, &format!("Agent {id} removed: {why}"), false);
+    }
+
+    /// The numbers of an agent's outstanding offers, oldest first.
+    pub(super) fn agent_offers(&self, id: &str) -> Vec<u64> {
         let mut offers: Vec<u64> = self
             .offers
             .values()
@@ -84,17 +86,43 @@ impl Master {
             .map(|o| o.number)
             .collect();
         offers.sort_unstable();
-        for o in offers {
+        offers
+    }
+
+    /// An agent leaves: as [`Self::remove_agent`] says, or, when an
+    /// operator marked it gone (`by_operator`), its tasks become
+    /// TASK_GONE_BY_OPERATOR (partition aware) or TASK_LOST, as upstream's
+    /// `Master::__removeSlave` has them.
+    pub(super) fn agent_leaves(&mut self, id: &str, message: &str, by_operator: bool) {
+        if !self.agents.contains_key(id) {
+            return;
+        }
+        for o in self.agent_offers(id) {
             self.rescind(o, true);
         }
         let tasks: Vec<(String, String)> = self.agents[id].tasks.iter().cloned().collect();
         for (framework, task) in tasks {
-            self.lose_task(
-                &framework,
-                &task,
-                v1::task_status::Reason::AgentRemoved,
-                &format!("Agent {id} removed: {why}"),
-            );
+            if by_operator
+                && self
+                    .frameworks
+                    .get(&framework)
+                    .is_some_and(|f| f.partition_aware())
+            {
+                self.fail_task(
+                    &framework,
+                    &task,
+                    v1::TaskState::TaskGoneByOperator,
+                    v1::task_status::Reason::AgentRemovedByOperator,
+                    message,
+                );
+            } else {
+                self.lose_task(
+                    &framework,
+                    &task,
+                    v1::task_status::Reason::AgentRemoved,
+                    message,
+                );
+            }
         }
         self.release_executors_where(|(_, _, agent)| agent == id);
         let local: Vec<String> = self
@@ -104,9 +132,10 @@ impl Master {
             .map(|(p, _)| p.clone())
             .collect();
         for p in local {
-            self.provider_gone(&p, &format!("agent {id} removed: {why}"));
+            self.provider_gone(&p, message);
         }
         self.drop_pools(id);
+        self.draining.remove(id);
         let agent = self.agents.remove(id).expect("agent exists");
         agent.backend.stop();
         self.publish_agent_removed(id);

@@ -322,18 +322,24 @@ impl Master {
                 replies.push(latest(op));
                 continue;
             }
-            let known_agent = wanted
-                .agent_id
-                .as_ref()
-                .is_some_and(|a| self.agents.contains_key(&a.value));
-            let message = if known_agent {
-                "Reconciliation: Operation is unknown"
-            } else {
-                "Reconciliation: Both operation and agent are unknown"
+            let agent = wanted.agent_id.as_ref().map(|a| a.value.as_str());
+            let (state, message) = match agent {
+                Some(a) if self.agent_gone(a) => (
+                    v1::OperationState::OperationGoneByOperator,
+                    "Reconciliation: Agent marked gone by operator",
+                ),
+                Some(a) if self.agents.contains_key(a) => (
+                    v1::OperationState::OperationUnknown,
+                    "Reconciliation: Operation is unknown",
+                ),
+                _ => (
+                    v1::OperationState::OperationUnknown,
+                    "Reconciliation: Both operation and agent are unknown",
+                ),
             };
             replies.push(v1::OperationStatus {
                 operation_id: Some(wanted.operation_id),
-                state: v1::OperationState::OperationUnknown as i32,
+                state: state as i32,
                 message: Some(message.to_string()),
                 agent_id: wanted.agent_id,
                 resource_provider_id: wanted.resource_provider_id,

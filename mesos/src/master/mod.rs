@@ -49,6 +49,7 @@ mod agents;
 pub mod auth;
 mod book;
 pub mod config;
+mod drain;
 mod feedback;
 pub mod framework;
 pub mod http;
@@ -830,6 +831,7 @@ impl state::Master {
             self.guarded(|m| m.on_timer(timer));
         }
         self.guarded(|m| m.close_broken_streams());
+        self.guarded(|m| m.check_draining());
         self.core.flush();
     }
 

@@ -402,7 +402,10 @@ impl Master {
                     let (agent_id, pool) = nodes.get(&*lease.node_id)?;
                     (agent_id, pool)
                 };
-                let agent = agents.get_mut(agent_id)?;
+                // An agent out of service (`drain.rs`, whose default pool
+                // takes this way too) is not offered: a lease of it that was
+                // on its way when it went goes back.
+                let agent = agents.get_mut(agent_id).filter(|a| a.drain.is_none())?;
                 Some((framework, handle, f, role, pool, agent))
             });
         let Some((framework, handle, f, role, pool, agent)) = found else {

@@ -9,9 +9,10 @@
 //! SET_QUOTA and REMOVE_QUOTA change the queue configuration the core has
 //! (`super::quota`). RESERVE_RESOURCES, UNRESERVE_RESOURCES,
 //! CREATE_VOLUMES, DESTROY_VOLUMES, GROW_VOLUME and SHRINK_VOLUME apply to
-//! an agent's free resources (`super::agent_ops`). Calls this master does
-//! not serve (logging levels, the files API, maintenance, agent draining)
-//! get 501 with the call's name.
+//! an agent's free resources (`super::agent_ops`). DEACTIVATE_AGENT,
+//! REACTIVATE_AGENT, DRAIN_AGENT and MARK_AGENT_GONE take agents out of
+//! service (`super::drain`). Calls this master does not serve (logging
+//! levels, the files API, maintenance) get 501 with the call's name.
 
 use std::collections::BTreeMap;
 
@@ -91,6 +92,10 @@ fn not_served(kind: CallType) -> CallError {
 pub fn empty_answer(kind: CallType) -> Option<u16> {
     match kind {
         CallType::Teardown
+        | CallType::DrainAgent
+        | CallType::DeactivateAgent
+        | CallType::ReactivateAgent
+        | CallType::MarkAgentGone
         | CallType::UpdateWeights
         | CallType::UpdateQuota
         | CallType::SetQuota
@@ -130,6 +135,9 @@ pub fn validate(call: &Call) -> Result<(), String> {
         CallType::CreateVolumes => need(call.create_volumes.is_some(), "create_volumes"),
         CallType::DestroyVolumes => need(call.destroy_volumes.is_some(), "destroy_volumes"),
         CallType::MarkAgentGone => need(call.mark_agent_gone.is_some(), "mark_agent_gone"),
+        CallType::DrainAgent => need(call.drain_agent.is_some(), "drain_agent"),
+        CallType::DeactivateAgent => need(call.deactivate_agent.is_some(), "deactivate_agent"),
+        CallType::ReactivateAgent => need(call.reactivate_agent.is_some(), "reactivate_agent"),
         CallType::GrowVolume => need(call.grow_volume.is_some(), "grow_volume"),
         CallType::ShrinkVolume => need(call.shrink_volume.is_some(), "shrink_volume"),
         _ => Ok(()),
@@ -267,6 +275,36 @@ impl Master {
                 }
                 return Ok(Response::default());
             }
+            CallType::DrainAgent => {
+                if let Some(drain) = &call.drain_agent {
+                    self.drain_agent(drain)?;
+                }
+                return Ok(Response::default());
+            }
+            CallType::DeactivateAgent => {
+                let id = call
+                    .deactivate_agent
+                    .as_ref()
+                    .map(|d| d.agent_id.value.as_str());
+                self.deactivate_agent(id.unwrap_or_default())?;
+                return Ok(Response::default());
+            }
+            CallType::ReactivateAgent => {
+                let id = call
+                    .reactivate_agent
+                    .as_ref()
+                    .map(|d| d.agent_id.value.as_str());
+                self.reactivate_agent(id.unwrap_or_default())?;
+                return Ok(Response::default());
+            }
+            CallType::MarkAgentGone => {
+                let id = call
+                    .mark_agent_gone
+                    .as_ref()
+                    .map(|d| d.agent_id.value.as_str());
+                self.mark_agent_gone(id.unwrap_or_default())?;
+                return Ok(Response::default());
+            }
             CallType::UpdateWeights => {
                 let infos = call.update_weights.as_ref().map(|u| &u.weight_infos[..]);
                 self.update_weights(infos.unwrap_or_default())?;
@@ -336,8 +374,14 @@ impl Master {
         }
         response::get_agents::Agent {
             agent_info: a.info.clone(),
-            active: true,
-            deactivated: Some(false),
+            active: a.drain.is_none(),
+            deactivated: Some(a.drain.is_some()),
+            drain_info: a.drain.as_ref().and_then(|d| d.info),
+            estimated_drain_start_time: a
+                .drain
+                .as_ref()
+                .and_then(|d| d.info.as_ref().and(d.started))
+                .map(time),
             version: crate::MESOS_VERSION.to_string(),
             pid: Some(format!("slave({})@{}:{}", a.pid, self.ip(), self.info.port)),
             registered_time: Some(time(a.registered_time)),
@@ -349,6 +393,7 @@ impl Master {
                 Cap::MultiRole,
                 Cap::HierarchicalRole,
                 Cap::ReservationRefinement,
+                Cap::AgentDraining,
             ]
             .into_iter()
             .map(|t| v1::agent_info::Capability {
@@ -364,8 +409,6 @@ impl Master {
                     total_resources: p.resources.to_vec(),
                 })
                 .collect(),
-            drain_info: None,
-            estimated_drain_start_time: None,
         }
     }
 

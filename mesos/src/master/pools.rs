@@ -214,6 +214,15 @@ impl Master {
                         },
                         ..Default::default()
                     });
+                    if agent.drain.is_some() {
+                        // Out of service (`drain.rs`): a new pool is not
+                        // offered either.
+                        changes.push(si::NodeInfo {
+                            node_id: node.clone(),
+                            action: si::node_info::ActionFromRm::DrainNode as i32,
+                            ..Default::default()
+                        });
+                    }
                     self.nodes
                         .insert(node.clone(), (agent.id.clone(), key.clone()));
                     agent.pools.insert(
@@ -227,7 +236,7 @@ impl Master {
                 }
             }
         }
-        agent.default_node = agent.pools.contains_key(&PoolKey::default());
+        agent.default_node = agent.drain.is_none() && agent.pools.contains_key(&PoolKey::default());
         for node in changes {
             self.core.node(node);
         }

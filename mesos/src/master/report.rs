@@ -297,7 +297,7 @@ impl Master {
         let slaves: Vec<Value> = agents
             .into_iter()
             .map(|a| {
-                json!({
+                let mut slave = json!({
                     "id": &*a.id,
                     "hostname": a.info.hostname,
                     "port": a.info.port.unwrap_or(5051),
@@ -320,13 +320,24 @@ impl Master {
                         "info": crate::codec::to_json_value(&o.info),
                         "latest_status": o.statuses.last().map(crate::codec::to_json_value),
                     })).collect::<Vec<_>>(),
-                    "active": true,
-                    "deactivated": false,
+                    "active": a.drain.is_none(),
+                    "deactivated": a.drain.is_some(),
                     "version": crate::MESOS_VERSION,
-                    "capabilities": ["MULTI_ROLE", "HIERARCHICAL_ROLE", "RESERVATION_REFINEMENT", "TASK_KILLING_STATE"],
-                })
+                    "capabilities": ["MULTI_ROLE", "HIERARCHICAL_ROLE", "RESERVATION_REFINEMENT", "TASK_KILLING_STATE", "AGENT_DRAINING"],
+                });
+                // A drain's info and start, as upstream writes them.
+                if let Some(drain) = &a.drain
+                    && let Some(info) = &drain.info
+                {
+                    slave["drain_info"] = crate::codec::to_json_value(info);
+                    if let Some(started) = drain.started {
+                        slave["estimated_drain_start_time_seconds"] = json!(seconds(started));
+                    }
+                }
+                slave
             })
             .collect();
+        let deactivated = self.agents.values().filter(|a| a.drain.is_some()).count();
         let mut frameworks: Vec<&Framework> = self.frameworks.values().collect();
         frameworks.sort_by(|a, b| a.id.cmp(&b.id));
         let frameworks: Vec<Value> = frameworks
@@ -353,8 +364,8 @@ impl Master {
             "pid": pid,
             "hostname": self.info.hostname.clone().unwrap_or_default(),
             "capabilities": ["AGENT_UPDATE", "AGENT_DRAINING", "QUOTA_V2"],
-            "activated_slaves": self.agents.len(),
-            "deactivated_slaves": 0,
+            "activated_slaves": self.agents.len() - deactivated,
+            "deactivated_slaves": deactivated,
             "unreachable_slaves": 0,
             "leader": pid,
             "leader_info": crate::codec::to_json_value(&self.info),
@@ -392,8 +403,12 @@ impl Master {
         put("master/frameworks_inactive", total - connected);
         put("master/frameworks_connected", connected);
         put("master/frameworks_disconnected", total - connected);
-        put("master/slaves_active", self.agents.len() as f64);
-        put("master/slaves_inactive", 0.0);
+        let inactive = self.agents.values().filter(|a| a.drain.is_some()).count();
+        put(
+            "master/slaves_active",
+            (self.agents.len() - inactive) as f64,
+        );
+        put("master/slaves_inactive", inactive as f64);
         put("master/slaves_connected", self.agents.len() as f64);
         put("master/slaves_disconnected", 0.0);
         put("master/slave_registrations", self.agents.len() as f64);

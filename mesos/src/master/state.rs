@@ -97,11 +97,26 @@ pub struct Agent {
     /// once another run starts.
     pub(super) run_parts: (u64, smallvec::SmallVec<[(usize, usize); 2]>),
     /// True while its default pool (unreserved resources, no provider) is a
-    /// node of the core. That node's id is the agent's own id
-    /// (`PoolKey::node_id`), so a lease on it finds the agent with one
-    /// lookup, without the `nodes` map. Kept by `sync_pools` and
-    /// `drop_pools`, the only writers of `pools`.
+    /// node of the core and the agent is in service (`drain` unset). That
+    /// node's id is the agent's own id (`PoolKey::node_id`), so a lease on
+    /// it finds the agent with one lookup, without the `nodes` map; a lease
+    /// of an agent out of service takes the long way, which turns it down.
+    /// Kept by `sync_pools` and `drop_pools`, the only writers of `pools`,
+    /// and by `drain.rs`.
     pub(super) default_node: bool,
+    /// Set while an operator has it out of service (DEACTIVATE_AGENT or
+    /// DRAIN_AGENT, `drain.rs`): none of it is offered.
+    pub drain: Option<Box<AgentDrain>>,
+}
+
+/// How an operator took an agent out of service (`drain.rs`).
+#[derive(Debug, Clone, Default)]
+pub struct AgentDrain {
+    /// DRAIN_AGENT's state (DRAINING, then DRAINED) and config; `None` for
+    /// an agent only deactivated.
+    pub info: Option<v1::DrainInfo>,
+    /// Clock time (ns) the drain started.
+    pub started: Option<u64>,
 }
 
 impl Agent {
@@ -135,6 +150,7 @@ impl Agent {
             registered_time,
             run_parts: (0, smallvec::SmallVec::new()),
             default_node: false,
+            drain: None,
         }
     }
 
@@ -654,6 +670,12 @@ pub struct Master {
     pub config_text: Option<String>,
     /// Quota operators set at run time, by role (`quota.rs`).
     pub quotas: super::config::Quotas,
+    /// Agents an operator marked gone (MARK_AGENT_GONE, or a drain with
+    /// `mark_gone`), with the clock time (ns): they never come back.
+    pub gone_agents: BTreeMap<String, u64>,
+    /// Agents in the DRAINING state, checked after each input for having
+    /// drained (`drain.rs`).
+    pub draining: std::collections::BTreeSet<String>,
     next_framework: u64,
     /// The number of the next offer id.
     pub(super) next_offer: u64,
@@ -698,6 +720,8 @@ impl Master {
             start_time,
             config_text: None,
             quotas: super::config::Quotas::new(),
+            gone_agents: BTreeMap::new(),
+            draining: Default::default(),
             next_framework: 0,
             next_offer: 0,
             next_agent: 0,

@@ -144,6 +144,7 @@ impl Master {
                 framework_id,
                 mut status,
             } => {
+                self.draining_update(&agent_id, &framework_id, &mut status);
                 let key = (framework_id.clone(), status.task_id.value.clone());
                 let now = self.now();
                 let Some(task) = self.tasks.get_mut(&key) else {
@@ -508,6 +509,14 @@ impl Master {
                     continue;
                 }
                 let (state, message) = match &wanted.agent_id {
+                    Some(a) if self.agent_gone(&a.value) => (
+                        if aware {
+                            v1::TaskState::TaskGoneByOperator
+                        } else {
+                            v1::TaskState::TaskLost
+                        },
+                        "Reconciliation: Task is gone",
+                    ),
                     Some(a) if self.agents.contains_key(&a.value) => (
                         if aware {
                             v1::TaskState::TaskGone

@@ -1,8 +1,9 @@
 """pymesos' operator driver (MesosOperatorMasterDriver) against
 `unisched serve --mesos-addr`: it subscribes to the master's operator event
 stream, makes the read-only calls, reserves and unreserves an agent's
-resources, changes weights and quota, and watches a small framework (a
-pymesos scheduler in this process) run one task and go. Prints a JSON
+resources, changes weights and quota, watches a small framework (a
+pymesos scheduler in this process) run one task and go, and marks an agent
+gone. Prints a JSON
 summary of what it saw; exits non-zero when something is missing. Used by
 mesos/tests/framework_libraries.rs.
 """
@@ -162,6 +163,19 @@ def main():
     summary["removed_seen"] = watcher.removed.wait(10)
     tasks = operator.getTasks()["get_tasks"]
     summary["completed_tasks"] = [t["state"] for t in tasks.get("completed_tasks", [])]
+
+    # An agent marked gone leaves for good (twice is no error, as upstream).
+    operator.markAgentGone(agent_id)
+    operator.markAgentGone(agent_id)
+    agents = operator.getAgents()["get_agents"]["agents"]
+    summary["agents_after_gone"] = [a["agent_info"]["id"]["value"] for a in agents]
+    summary["gone"] = agent_id
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        with watcher.lock:
+            if ["AGENT_REMOVED", agent_id] in watcher.events:
+                break
+        time.sleep(0.05)
     with watcher.lock:
         summary["events"] = list(watcher.events)
     operator.stop()
