@@ -263,6 +263,9 @@ pub struct Agent {
     pub host: usize,
     /// Live tasks by (framework, task).
     pub tasks: BTreeMap<(String, String), AgentTask>,
+    /// An operator deactivated or drained it (`service.rs`): nothing of it
+    /// may be offered.
+    pub out_of_service: bool,
 }
 
 /// A host: agents come and go on it.

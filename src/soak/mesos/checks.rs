@@ -26,6 +26,9 @@
 //! - M14 limits (`quota.rs`): no queue holds more than its maximum (a
 //!   role's quota limit), unless a forced limit came below what it held;
 //!   then it holds no more than it did, until it is within the limit.
+//! - M15 service (`service.rs`): an agent is deactivated exactly when the
+//!   model took it out of service, none of it is offered then, and a
+//!   DRAINED agent uses nothing.
 //! - Heartbeats every 15 s, FAILURE to every connected framework when an
 //!   agent goes, SUBSCRIBED after every SUBSCRIBE, and the updates without
 //!   a uuid the step's calls called for.
@@ -136,6 +139,7 @@ impl MesosSim {
         self.check_agents(&state, &snap, &mut v);
         self.check_core(&state, &snap, &mut v);
         self.check_limits(&snap, &mut v);
+        self.check_service(&state, &mut v);
         v.extend(self.world.operator.check(&state));
         v
     }

@@ -43,6 +43,16 @@ fn lost_state(aware: bool) -> TaskState {
     }
 }
 
+/// A task's end on an agent an operator marked gone, and what
+/// reconciliation says of a task there.
+pub(super) fn gone_state(aware: bool) -> TaskState {
+    if aware {
+        TaskState::TaskGoneByOperator
+    } else {
+        TaskState::TaskLost
+    }
+}
+
 fn unknown_state(aware: bool) -> TaskState {
     if aware {
         TaskState::TaskUnknown
@@ -705,6 +715,7 @@ impl MesosSim {
         let aware = self.fws[i].spec.partition_aware;
         match agent {
             Some(a) if self.agents.live.contains_key(a) => lost_state(aware),
+            Some(a) if self.gone_agents.contains(a) => gone_state(aware),
             _ => unknown_state(aware),
         }
     }
@@ -939,17 +950,18 @@ impl MesosSim {
     /// frameworks) unless they ended already, its offers are rescinded, and
     /// every connected framework hears FAILURE.
     pub fn remove_agent(&mut self, pick: u32) -> Vec<String> {
-        if self.agents.live.is_empty() {
+        let Some(id) = self.live_agent(pick) else {
             return Vec::new();
-        }
-        let id = self
-            .agents
-            .live
-            .keys()
-            .nth(pick as usize % self.agents.live.len())
-            .cloned()
-            .unwrap_or_default();
+        };
         self.world.remove_agent(&id);
+        self.agent_left(id, lost_state);
+        Vec::new()
+    }
+
+    /// The model of an agent the master removed: its tasks not yet ended
+    /// end in `state(partition aware)`, every framework connected now
+    /// hears FAILURE.
+    pub fn agent_left(&mut self, id: String, state: fn(bool) -> TaskState) {
         let mut told = std::collections::BTreeSet::new();
         for f in &mut self.fws {
             if f.connected() {
@@ -961,7 +973,7 @@ impl MesosSim {
                     || t.terminal().is_some()
                     || t.emitted.iter().any(|(s, _)| s.is_terminal());
                 if !ended {
-                    t.master_terminal = Some(lost_state(aware));
+                    t.master_terminal = Some(state(aware));
                 }
             }
             f.executors.retain(|(a, _)| *a != id);
@@ -972,7 +984,6 @@ impl MesosSim {
         self.removed_agents.push(id.clone());
         self.failures_due.push((id, told));
         self.counts.agent_changes += 1;
-        Vec::new()
     }
 }
 

@@ -47,6 +47,7 @@ pub mod operator_view;
 pub mod ops;
 pub mod providers;
 pub mod quota;
+pub mod service;
 pub mod sim;
 pub mod world;
 

@@ -239,6 +239,14 @@ pub enum MesosOp {
         /// Which agent, for a reservation.
         agent: u32,
     },
+    /// An operator takes an agent out of service or back (`service.rs`).
+    AgentService {
+        /// Which live agent.
+        agent: u32,
+        /// 0: DEACTIVATE_AGENT; 1: REACTIVATE_AGENT; 2: DRAIN_AGENT (grace
+        /// periods capped at 5 s); 3: MARK_AGENT_GONE.
+        kind: u8,
+    },
     /// Virtual time passes, one second at a time.
     Advance {
         /// Seconds.
@@ -381,6 +389,10 @@ fn one(rng: &mut Rng) -> MesosOp {
             force: rng.chance(0.5),
             agent: pick(rng),
         },
+        852..=863 => MesosOp::AgentService {
+            agent: pick(rng),
+            kind: rng.below(4) as u8,
+        },
         _ => MesosOp::Advance {
             secs: match rng.below(100) {
                 0..=59 => 1,
@@ -416,6 +428,6 @@ mod tests {
             })
             .collect();
         // Every variant of `MesosOp`.
-        assert_eq!(kinds.len(), 24, "{kinds:?}");
+        assert_eq!(kinds.len(), 25, "{kinds:?}");
     }
 }

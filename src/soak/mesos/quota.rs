@@ -103,13 +103,7 @@ impl MesosSim {
     /// reservation); or a `*` reservation taken.
     pub fn operator_reservation(&mut self, role: u8, reserve: bool, agent: u32) -> Vec<String> {
         let role = ROLES[usize::from(role) % ROLES.len()];
-        let Some(agent_id) = self
-            .agents
-            .live
-            .keys()
-            .nth(agent as usize % self.agents.live.len().max(1))
-            .cloned()
-        else {
+        let Some(agent_id) = self.live_agent(agent) else {
             return Vec::new();
         };
         let mut resources = unisched_mesos::resources::Resources::parse("cpus:1;mem:128")

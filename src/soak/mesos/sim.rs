@@ -130,6 +130,8 @@ pub struct MesosSim {
     pub agents: Agents,
     /// Agent ids that were removed.
     pub removed_agents: Vec<String>,
+    /// Agent ids an operator marked gone (`service.rs`).
+    pub gone_agents: BTreeSet<String>,
     /// Framework slots.
     pub fws: Vec<Fw>,
     /// Ids of removed frameworks, in order of removal.
@@ -174,6 +176,7 @@ impl MesosSim {
             inbox: Arc::new(Inbox::default()),
             agents: Agents::default(),
             removed_agents: Vec::new(),
+            gone_agents: BTreeSet::new(),
             fws: (0..FRAMEWORKS).map(|s| Fw::new(seed, s, 0)).collect(),
             removed: Vec::new(),
             counts: MesosCounts::default(),
@@ -211,6 +214,12 @@ impl MesosSim {
         self.start_agent(self.agents.hosts.len() - 1);
     }
 
+    /// The id of a live agent, picked by `pick`; none when none is live.
+    pub fn live_agent(&self, pick: u32) -> Option<String> {
+        let n = self.agents.live.len();
+        (n > 0).then(|| self.agents.live.keys().nth(pick as usize % n).cloned())?
+    }
+
     /// Starts an agent on host `h`.
     pub fn start_agent(&mut self, h: usize) {
         let host = &self.agents.hosts[h];
@@ -222,6 +231,7 @@ impl MesosSim {
                 agents::Agent {
                     host: h,
                     tasks: Default::default(),
+                    out_of_service: false,
                 },
             );
             self.counts.agent_changes += 1;
@@ -324,6 +334,7 @@ impl MesosSim {
                     self.operator_change(role, kind, force)
                 }
             }
+            MesosOp::AgentService { agent, kind } => self.agent_service(agent, kind),
             MesosOp::Advance { secs } => self.advance(secs),
         }
     }
