@@ -7,7 +7,10 @@
 //! - bit 1: a TEARDOWN's framework id is replaced by the kept framework's,
 //!   so teardowns reach a live framework (which is then subscribed again);
 //! - bit 2: the agent id of an operation on an agent's resources
-//!   (RESERVE_RESOURCES, CREATE_VOLUMES, ...) is replaced by the live agent's;
+//!   (RESERVE_RESOURCES, CREATE_VOLUMES, ...) or of a call that takes an
+//!   agent out of service (DRAIN_AGENT, DEACTIVATE_AGENT, REACTIVATE_AGENT,
+//!   MARK_AGENT_GONE) is replaced by the live agent's (gone, it stays gone
+//!   until the world is rebuilt);
 //! - bits 4-7: the virtual clock moves that many seconds after the call.
 //!
 //! Checked: no panic in any thread; a body that decodes encodes and decodes
@@ -86,6 +89,10 @@ fn apply(t: &mut Target, flags: u8, body: &[u8]) -> Option<u64> {
             call.shrink_volume
                 .as_mut()
                 .and_then(|c| c.agent_id.as_mut()),
+            call.drain_agent.as_mut().map(|c| &mut c.agent_id),
+            call.deactivate_agent.as_mut().map(|c| &mut c.agent_id),
+            call.reactivate_agent.as_mut().map(|c| &mut c.agent_id),
+            call.mark_agent_gone.as_mut().map(|c| &mut c.agent_id),
         ]
         .into_iter()
         .flatten()

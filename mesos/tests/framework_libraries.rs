@@ -614,6 +614,7 @@ async fn pymesos_operator_driver_watches_the_master() {
     };
     let work_dir =
         std::env::temp_dir().join(format!("unisched-operator-watch-{}", std::process::id()));
+    let levels = Levels::default();
     let scheduler = Scheduler::start(SchedulerOptions::default());
     let cluster = local::start(
         scheduler.clone(),
@@ -623,6 +624,12 @@ async fn pymesos_operator_driver_watches_the_master() {
             agent_resources: Resources::parse("cpus:2;mem:1024").unwrap(),
             executor: ExecutorKind::Process,
             work_dir: work_dir.clone(),
+            settings: unisched_mesos::master::Settings {
+                logging: Some(unisched_mesos::master::logging::LogControl(std::sync::Arc::new(
+                    levels.clone(),
+                ))),
+                ..Default::default()
+            },
             // The framework's role has a quota limit, which GET_QUOTA shows.
             config: Some(
                 "partitions:\n  - name: mesos\n    queues:\n      - name: root\n        submitacl: '*'\n        queues:\n          - name: ops\n            resources:\n              max: {vcore: 2, memory: 1Gi}\n"
@@ -701,6 +708,8 @@ async fn pymesos_operator_driver_watches_the_master() {
         serde_json::json!(["TASK_FINISHED"]),
         "{summary}"
     );
+    assert_eq!(summary["logging_level"], 1, "{summary}");
+    assert_eq!(*levels.0.lock().unwrap(), [1]);
     let gone = summary["gone"].as_str().unwrap_or_default().to_string();
     let left = summary["agents_after_gone"]
         .as_array()
@@ -736,4 +745,15 @@ async fn pymesos_operator_driver_watches_the_master() {
     assert_eq!(at, expected.len(), "{events:?}");
     cluster.stop();
     let _ = std::fs::remove_dir_all(work_dir);
+}
+
+/// Records the logging levels the master sets (and shares them).
+#[derive(Default, Clone)]
+struct Levels(std::sync::Arc<std::sync::Mutex<Vec<u32>>>);
+
+impl unisched_mesos::master::logging::LogVerbosity for Levels {
+    fn set_level(&self, level: u32) -> Result<(), String> {
+        self.0.lock().unwrap().push(level);
+        Ok(())
+    }
 }

@@ -333,16 +333,15 @@ async fn bad_operator_calls_get_upstreams_answers() {
     )
     .await;
     assert_eq!(status, 400, "TEARDOWN without its message");
-    let level = Call {
-        set_logging_level: Some(call::SetLoggingLevel {
-            level: 2,
-            duration: v1::DurationInfo { nanoseconds: 1 },
+    let files = Call {
+        list_files: Some(call::ListFiles {
+            path: "/".to_string(),
         }),
-        ..op(call::Type::SetLoggingLevel)
+        ..op(call::Type::ListFiles)
     };
-    let (status, body) = post(&m, "/api/v1", &level, ContentType::Json).await;
+    let (status, body) = post(&m, "/api/v1", &files, ContentType::Json).await;
     assert_eq!(status, 501);
-    assert!(String::from_utf8_lossy(&body).contains("SET_LOGGING_LEVEL"));
+    assert!(String::from_utf8_lossy(&body).contains("LIST_FILES"));
     let wrong_type = m
         .http
         .post(&url)
@@ -1277,5 +1276,69 @@ async fn agents_marked_gone_end_their_tasks_by_operator() {
         teardown(&m, &aware.id, ct).await;
         teardown(&m, &old.id, ct).await;
         m.expect_empty().await;
+    }
+}
+
+/// Records the levels the master sets.
+#[derive(Default)]
+struct Levels(std::sync::Mutex<Vec<u32>>);
+
+impl unisched_mesos::master::logging::LogVerbosity for Levels {
+    fn set_level(&self, level: u32) -> Result<(), String> {
+        self.0.lock().unwrap().push(level);
+        Ok(())
+    }
+}
+
+fn set_level_call(level: u32, secs: i64) -> Call {
+    Call {
+        set_logging_level: Some(call::SetLoggingLevel {
+            level,
+            duration: v1::DurationInfo {
+                nanoseconds: secs * 1_000_000_000,
+            },
+        }),
+        ..op(call::Type::SetLoggingLevel)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn logging_levels_are_set_for_a_while_then_revert() {
+    for ct in ENCODINGS {
+        let levels = std::sync::Arc::new(Levels::default());
+        let m = Master::start(Setup {
+            logging: Some(unisched_mesos::master::logging::LogControl(levels.clone())),
+            ..Setup::default()
+        })
+        .await;
+        let level = |r: Response| r.get_logging_level.unwrap().level;
+        assert_eq!(level(ask(&m, op(call::Type::GetLoggingLevel), ct).await), 0);
+        change(&m, set_level_call(2, 10), ct).await;
+        assert_eq!(level(ask(&m, op(call::Type::GetLoggingLevel), ct).await), 2);
+        // A second call before the first's time is up pushes the revert on.
+        m.advance(Duration::from_secs(5)).await;
+        change(&m, set_level_call(1, 10), ct).await;
+        m.advance(Duration::from_secs(6)).await;
+        assert_eq!(level(ask(&m, op(call::Type::GetLoggingLevel), ct).await), 1);
+        assert_eq!(*levels.0.lock().unwrap(), [2, 1]);
+        // Its own time up, the level goes back to the process's.
+        m.advance(Duration::from_secs(5)).await;
+        assert_eq!(level(ask(&m, op(call::Type::GetLoggingLevel), ct).await), 0);
+        assert_eq!(*levels.0.lock().unwrap(), [2, 1, 0]);
+        let (status, body) = post(&m, "/api/v1", &op(call::Type::SetLoggingLevel), ct).await;
+        assert_eq!(
+            (status, String::from_utf8_lossy(&body).as_ref()),
+            (
+                400,
+                "Failed to validate master::Call: Expecting 'set_logging_level' to be present"
+            )
+        );
+
+        // A master whose process gives it no control answers 501.
+        let m = Master::start(Setup::default()).await;
+        for c in [op(call::Type::GetLoggingLevel), set_level_call(1, 1)] {
+            let (status, _) = post(&m, "/api/v1", &c, ct).await;
+            assert_eq!(status, 501, "{:?}", c.r#type());
+        }
     }
 }

@@ -143,6 +143,7 @@ impl MesosArgs {
         options.authenticate_frameworks = self.mesos_authenticate_frameworks;
         options.authenticate_http_frameworks = self.mesos_authenticate_http_frameworks;
         let s = &mut options.settings;
+        s.logging = Some(super::log_control());
         if let Some(w) = &self.mesos_weights {
             s.weights = unisched_mesos::master::config::parse_weights(w)
                 .map_err(|e| format!("--mesos-weights: {e}"))?;

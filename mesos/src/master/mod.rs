@@ -54,6 +54,7 @@ mod feedback;
 pub mod framework;
 pub mod http;
 pub mod libprocess;
+pub mod logging;
 mod offer_book;
 mod offer_wire;
 mod offers;
@@ -132,6 +133,9 @@ pub struct Settings {
     /// --pin-threads`; see `unisched_core::affinity`). `None` (the
     /// default): the kernel places it.
     pub cpu: Option<usize>,
+    /// What turns the operator API's logging levels into the process's
+    /// log filter (`logging.rs`); `None`: those calls get 501.
+    pub logging: Option<logging::LogControl>,
 }
 
 impl Default for Settings {
@@ -152,6 +156,7 @@ impl Default for Settings {
             kill_grace_period: Duration::from_secs(3),
             id_seed: None,
             cpu: None,
+            logging: None,
         }
     }
 }
@@ -980,6 +985,7 @@ impl state::Master {
                 &uuid,
                 crate::v1::resource_provider::call::update_publish_resources_status::Status::Unknown,
             ),
+            Timer::LoggingRevert => self.logging_revert(),
             Timer::AllocationTick => {
                 self.core.offers(vec![OfferChange::Allocate]);
                 let tick = self.settings.allocation_interval;

@@ -11,8 +11,9 @@
 //! CREATE_VOLUMES, DESTROY_VOLUMES, GROW_VOLUME and SHRINK_VOLUME apply to
 //! an agent's free resources (`super::agent_ops`). DEACTIVATE_AGENT,
 //! REACTIVATE_AGENT, DRAIN_AGENT and MARK_AGENT_GONE take agents out of
-//! service (`super::drain`). Calls this master does not serve (logging
-//! levels, the files API, maintenance) get 501 with the call's name.
+//! service (`super::drain`). GET_LOGGING_LEVEL and SET_LOGGING_LEVEL go
+//! to the process's log filter (`super::logging`). Calls this master does
+//! not serve (the files API, maintenance) get 501 with the call's name.
 
 use std::collections::BTreeMap;
 
@@ -92,6 +93,7 @@ fn not_served(kind: CallType) -> CallError {
 pub fn empty_answer(kind: CallType) -> Option<u16> {
     match kind {
         CallType::Teardown
+        | CallType::SetLoggingLevel
         | CallType::DrainAgent
         | CallType::DeactivateAgent
         | CallType::ReactivateAgent
@@ -272,6 +274,19 @@ impl Master {
                 if let Some(found) = super::agent_ops::operation_of(call) {
                     let (agent, op) = found?;
                     self.operator_operation(&agent, &op)?;
+                }
+                return Ok(Response::default());
+            }
+            CallType::GetLoggingLevel => {
+                set(&mut r, ResponseType::GetLoggingLevel);
+                r.get_logging_level = Some(response::GetLoggingLevel {
+                    level: self.logging_level()?,
+                });
+            }
+            CallType::SetLoggingLevel => {
+                if let Some(s) = &call.set_logging_level {
+                    let duration = super::drain::duration_of(&s.duration);
+                    self.set_logging_level(s.level, duration)?;
                 }
                 return Ok(Response::default());
             }

@@ -331,6 +331,8 @@ pub enum Timer {
     PublishTimeout(Vec<u8>),
     /// The allocation interval.
     AllocationTick,
+    /// An operator's logging level may be due to revert (`logging.rs`).
+    LoggingRevert,
 }
 
 /// Requests to the core, kept in order and merged when consecutive requests
@@ -676,6 +678,9 @@ pub struct Master {
     /// Agents in the DRAINING state, checked after each input for having
     /// drained (`drain.rs`).
     pub draining: std::collections::BTreeSet<String>,
+    /// The operator's logging level and the clock time (ns) it lasts to
+    /// (`logging.rs`).
+    pub log_level: (u32, u64),
     next_framework: u64,
     /// The number of the next offer id.
     pub(super) next_offer: u64,
@@ -722,6 +727,7 @@ impl Master {
             quotas: super::config::Quotas::new(),
             gone_agents: BTreeMap::new(),
             draining: Default::default(),
+            log_level: (0, 0),
             next_framework: 0,
             next_offer: 0,
             next_agent: 0,

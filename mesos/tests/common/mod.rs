@@ -60,6 +60,8 @@ pub struct Setup {
     pub authenticate_http_frameworks: bool,
     /// How often streams get a HEARTBEAT (Mesos' 15 s when `None`).
     pub heartbeat_interval: Option<Duration>,
+    /// What the operator API's logging levels go to.
+    pub logging: Option<unisched_mesos::master::logging::LogControl>,
 }
 
 impl Default for Setup {
@@ -78,6 +80,7 @@ impl Default for Setup {
             authenticate_frameworks: false,
             authenticate_http_frameworks: false,
             heartbeat_interval: None,
+            logging: None,
         }
     }
 }
@@ -101,6 +104,7 @@ impl Master {
             heartbeat_interval: setup
                 .heartbeat_interval
                 .unwrap_or(Settings::default().heartbeat_interval),
+            logging: setup.logging,
             ..Settings::default()
         };
         static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);

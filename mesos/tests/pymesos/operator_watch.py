@@ -164,6 +164,10 @@ def main():
     tasks = operator.getTasks()["get_tasks"]
     summary["completed_tasks"] = [t["state"] for t in tasks.get("completed_tasks", [])]
 
+    # The master's logging level, raised for a while.
+    operator.setLoggingLevel(1, 60 * 10**9)
+    summary["logging_level"] = operator.getLoggingLevel()["get_logging_level"]["level"]
+
     # An agent marked gone leaves for good (twice is no error, as upstream).
     operator.markAgentGone(agent_id)
     operator.markAgentGone(agent_id)
