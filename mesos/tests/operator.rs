@@ -934,6 +934,27 @@ fn drain_call(agent: &str, max_grace: Option<Duration>, mark_gone: bool) -> Call
     }
 }
 
+/// The framework's first offers, one of each of two agents, by agent id.
+async fn offers_of_two_agents(f: &mut Framework) -> Vec<v1::Offer> {
+    let mut offers = f.offers().await;
+    if offers.len() < 2 {
+        offers.extend(f.offers().await);
+    }
+    offers.sort_by(|a, b| a.agent_id.value.cmp(&b.agent_id.value));
+    offers
+}
+
+/// Acknowledges the framework's updates until its task runs.
+async fn until_running(f: &mut Framework) {
+    loop {
+        let s = f.update().await;
+        f.acknowledge(&s).await;
+        if s.state() == v1::TaskState::TaskRunning {
+            return;
+        }
+    }
+}
+
 /// `/state`'s entry of the agent.
 async fn slave(m: &Master, agent: &str) -> serde_json::Value {
     let state = m.state().await;
@@ -994,11 +1015,7 @@ async fn an_operator_deactivates_drains_and_reactivates_agents() {
         })
         .await;
         let mut f = m.subscribe(framework("f", "web"), ct).await;
-        let mut offers = f.offers().await;
-        if offers.len() < 2 {
-            offers.extend(f.offers().await);
-        }
-        offers.sort_by(|a, b| a.agent_id.value.cmp(&b.agent_id.value));
+        let offers = offers_of_two_agents(&mut f).await;
         let (a, b) = (
             offers[0].agent_id.value.clone(),
             offers[1].agent_id.value.clone(),
@@ -1016,13 +1033,7 @@ async fn an_operator_deactivates_drains_and_reactivates_agents() {
             }),
         });
         assert_eq!(f.launch(&offers[0], vec![t]).await, 202);
-        loop {
-            let s = f.update().await;
-            f.acknowledge(&s).await;
-            if s.state() == v1::TaskState::TaskRunning {
-                break;
-            }
-        }
+        until_running(&mut f).await;
 
         // DEACTIVATE_AGENT: B's offer is rescinded, nothing of B is offered.
         change(&m, agent_call(call::Type::DeactivateAgent, &b), ct).await;
@@ -1170,11 +1181,7 @@ async fn agents_marked_gone_end_their_tasks_by_operator() {
                 r#type: Some(v1::framework_info::capability::Type::PartitionAware as i32),
             });
         let mut aware = m.subscribe(aware_info, ct).await;
-        let mut offers = aware.offers().await;
-        if offers.len() < 2 {
-            offers.extend(aware.offers().await);
-        }
-        offers.sort_by(|a, b| a.agent_id.value.cmp(&b.agent_id.value));
+        let offers = offers_of_two_agents(&mut aware).await;
         let (a, b) = (
             offers[0].agent_id.value.clone(),
             offers[1].agent_id.value.clone(),
@@ -1191,15 +1198,8 @@ async fn agents_marked_gone_end_their_tasks_by_operator() {
                 .await,
             202
         );
-        for f in [&mut aware, &mut old] {
-            loop {
-                let s = f.update().await;
-                f.acknowledge(&s).await;
-                if s.state() == v1::TaskState::TaskRunning {
-                    break;
-                }
-            }
-        }
+        until_running(&mut aware).await;
+        until_running(&mut old).await;
 
         // A drain that marks A gone: the partition-aware framework's task
         // ends TASK_GONE_BY_OPERATOR, then A leaves and both frameworks hear.

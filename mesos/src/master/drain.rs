@@ -265,6 +265,11 @@ impl Master {
         framework: &str,
         status: &mut v1::TaskStatus,
     ) {
+        // Only a DRAINING agent has tasks being killed (none is left once
+        // it is DRAINED); with no agent draining this is all it costs.
+        if !self.draining.contains(agent) {
+            return;
+        }
         let Some(info) = self
             .agents
             .get(agent)
