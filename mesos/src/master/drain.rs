@@ -32,6 +32,7 @@ use unisched_si as si;
 
 use super::CallError;
 use super::state::Master;
+use super::units::duration;
 use crate::v1;
 use crate::v1::DrainState;
 
@@ -57,11 +58,6 @@ fn duration_nanos(d: &prost_types::Duration) -> i64 {
         .saturating_mul(1_000_000_000)
         .saturating_add(i64::from(d.nanos))
         .max(0)
-}
-
-/// A `DurationInfo`'s ns as a `Duration`, never negative.
-pub(super) fn duration_of(info: &v1::DurationInfo) -> Duration {
-    Duration::from_nanos(u64::try_from(info.nanoseconds).unwrap_or(0))
 }
 
 impl Master {
@@ -107,7 +103,9 @@ impl Master {
     ) -> Result<(), CallError> {
         let id = drain.agent_id.value.as_str();
         let now = self.now();
-        let max = drain.max_grace_period.as_ref().map(duration_nanos);
+        let max = drain.max_grace_period.as_ref().map(|d| v1::DurationInfo {
+            nanoseconds: duration_nanos(d),
+        });
         let agent = self.agents.get_mut(id).ok_or_else(unknown_agent)?;
         let was_active = agent.drain.is_none();
         agent.default_node = false;
@@ -115,7 +113,7 @@ impl Master {
         state.info = Some(v1::DrainInfo {
             state: DrainState::Draining as i32,
             config: v1::DrainConfig {
-                max_grace_period: max.map(|nanoseconds| v1::DurationInfo { nanoseconds }),
+                max_grace_period: max,
                 mark_gone: Some(drain.mark_gone()),
             },
         });
@@ -131,7 +129,7 @@ impl Master {
             self.take_out_of_service(id);
         }
         self.draining.insert(id.to_string());
-        let max = max.map(|n| Duration::from_nanos(n.unsigned_abs()));
+        let max = max.as_ref().map(duration);
         for key in tasks {
             let Some(t) = self.tasks.get(&key).filter(|t| !t.state.is_terminal()) else {
                 continue;
@@ -141,7 +139,7 @@ impl Master {
                 .kill_policy
                 .as_ref()
                 .and_then(|p| p.grace_period.as_ref())
-                .map(duration_of);
+                .map(duration);
             let grace = drain_grace(max, own).unwrap_or(self.settings.kill_grace_period);
             if let Some(a) = self.agents.get(id) {
                 a.backend.kill_task(&key.0, &key.1, grace);
@@ -327,7 +325,7 @@ mod tests {
         assert_eq!(duration_nanos(&d(-1, 0)), 0);
         assert_eq!(duration_nanos(&d(i64::MAX, 0)), i64::MAX);
         let info = |nanoseconds| v1::DurationInfo { nanoseconds };
-        assert_eq!(duration_of(&info(-5)), Duration::ZERO);
-        assert_eq!(duration_of(&info(1_500)), Duration::from_nanos(1_500));
+        assert_eq!(duration(&info(-5)), Duration::ZERO);
+        assert_eq!(duration(&info(1_500)), Duration::from_nanos(1_500));
     }
 }

@@ -285,7 +285,7 @@ impl Master {
             }
             CallType::SetLoggingLevel => {
                 if let Some(s) = &call.set_logging_level {
-                    let duration = super::drain::duration_of(&s.duration);
+                    let duration = super::units::duration(&s.duration);
                     self.set_logging_level(s.level, duration)?;
                 }
                 return Ok(Response::default());
@@ -296,28 +296,23 @@ impl Master {
                 }
                 return Ok(Response::default());
             }
-            CallType::DeactivateAgent => {
-                let id = call
-                    .deactivate_agent
-                    .as_ref()
-                    .map(|d| d.agent_id.value.as_str());
-                self.deactivate_agent(id.unwrap_or_default())?;
-                return Ok(Response::default());
-            }
-            CallType::ReactivateAgent => {
-                let id = call
-                    .reactivate_agent
-                    .as_ref()
-                    .map(|d| d.agent_id.value.as_str());
-                self.reactivate_agent(id.unwrap_or_default())?;
-                return Ok(Response::default());
-            }
-            CallType::MarkAgentGone => {
-                let id = call
-                    .mark_agent_gone
-                    .as_ref()
-                    .map(|d| d.agent_id.value.as_str());
-                self.mark_agent_gone(id.unwrap_or_default())?;
+            CallType::DeactivateAgent | CallType::ReactivateAgent | CallType::MarkAgentGone => {
+                type Act = fn(&mut Master, &str) -> Result<(), CallError>;
+                let (agent, act): (Option<&v1::AgentId>, Act) = match kind {
+                    CallType::DeactivateAgent => (
+                        call.deactivate_agent.as_ref().map(|c| &c.agent_id),
+                        Master::deactivate_agent,
+                    ),
+                    CallType::ReactivateAgent => (
+                        call.reactivate_agent.as_ref().map(|c| &c.agent_id),
+                        Master::reactivate_agent,
+                    ),
+                    _ => (
+                        call.mark_agent_gone.as_ref().map(|c| &c.agent_id),
+                        Master::mark_agent_gone,
+                    ),
+                };
+                act(self, agent.map_or("", |a| a.value.as_str()))?;
                 return Ok(Response::default());
             }
             CallType::UpdateWeights => {

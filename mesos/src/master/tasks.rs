@@ -453,7 +453,7 @@ impl Master {
             .as_ref()
             .or(t.info.kill_policy.as_ref())
             .and_then(|p| p.grace_period.as_ref())
-            .map(|d| std::time::Duration::from_nanos(d.nanoseconds.max(0) as u64))
+            .map(super::units::duration)
             .unwrap_or(self.settings.kill_grace_period);
         if let Some(a) = self.agents.get(&t.agent) {
             a.backend.kill_task(framework, &kill.task_id.value, grace);

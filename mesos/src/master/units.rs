@@ -103,6 +103,11 @@ fn mesos_unit(core_name: &str) -> (&str, Unit) {
     }
 }
 
+/// A `DurationInfo` as a `Duration`; a negative one is zero.
+pub fn duration(info: &v1::DurationInfo) -> std::time::Duration {
+    std::time::Duration::from_nanos(u64::try_from(info.nanoseconds).unwrap_or(0))
+}
+
 /// The core's name of a Mesos scalar resource name.
 pub fn core_name(name: &str) -> Cow<'_, str> {
     core_unit(name).0
